@@ -1,0 +1,16 @@
+package dev.kvconnector.key;
+
+/**
+ * Turns a request into store keys. Implementations are stateless and thread-safe, and found through
+ * {@link java.util.ServiceLoader} by {@link KeySchemes#byName(String)}.
+ */
+public interface KeyScheme {
+    /** The scheme's name, such as {@code kvc-v1}, {@code vllm-v0} or {@code lmcache-v0}. */
+    String name();
+
+    /** How this scheme cuts a request into objects. */
+    Granularity granularity();
+
+    /** Computes every key of {@code request}. */
+    KeyPlan plan(KeyContext context, RequestTokens request);
+}

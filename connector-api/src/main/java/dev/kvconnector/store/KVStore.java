@@ -1,0 +1,84 @@
+package dev.kvconnector.store;
+
+import dev.kvconnector.error.KVException;
+import java.lang.foreign.MemorySegment;
+import java.util.Set;
+
+/**
+ * A store of byte objects under string keys. Backends know nothing of tensors.
+ *
+ * <p>Implementations are thread-safe. Values are copied out of the caller's segment during {@link #put} and into
+ * the caller's segment during {@link #getInto}; the store keeps no reference to either. Misses are results, not
+ * exceptions; failures throw {@link KVException}.
+ */
+public interface KVStore extends AutoCloseable {
+
+    /** The URI this store was opened with, secrets masked. */
+    String uri();
+
+    /** What this store can do beyond the basics. */
+    Set<StoreCapability> capabilities();
+
+    /**
+     * Stores {@code value} under {@code key}.
+     *
+     * @return true when stored; false only when {@code options.ifAbsent()} and the key already existed
+     */
+    boolean put(String key, MemorySegment value, PutOptions options);
+
+    /**
+     * Copies the object into {@code dst} (from offset 0).
+     *
+     * @return a {@link GetResult} code: bytes copied, a miss, or too-small with the object's size
+     */
+    long getInto(String key, MemorySegment dst);
+
+    /** The object's size in bytes, or -1 when absent. */
+    long size(String key);
+
+    /** Whether the key exists. */
+    default boolean exists(String key) {
+        return size(key) >= 0;
+    }
+
+    /** Removes the key; returns whether it existed. */
+    boolean remove(String key);
+
+    /**
+     * Puts {@code count} values; {@code stored[i]} receives the result of each put. The default loops; stores
+     * that declare {@link StoreCapability#BATCH} do it in one round trip.
+     */
+    default void putBatch(String[] keys, MemorySegment[] values, int count, PutOptions options, boolean[] stored) {
+        for (int i = 0; i < count; i++) {
+            stored[i] = put(keys[i], values[i], options);
+        }
+    }
+
+    /** Gets {@code count} objects; {@code results[i]} receives each {@link GetResult} code. */
+    default void getIntoBatch(String[] keys, MemorySegment[] dsts, int count, long[] results) {
+        for (int i = 0; i < count; i++) {
+            results[i] = getInto(keys[i], dsts[i]);
+        }
+    }
+
+    /** Removes {@code count} keys; returns how many existed. */
+    default int removeBatch(String[] keys, int count) {
+        int n = 0;
+        for (int i = 0; i < count; i++) {
+            if (remove(keys[i])) {
+                n++;
+            }
+        }
+        return n;
+    }
+
+    /** Checks that the store is reachable and healthy, and describes what was checked. Throws when it is not. */
+    default String healthCheck() {
+        exists("kvconnector:health-probe");
+        return uri() + " answered";
+    }
+
+    /** Releases connections and memory. Later calls fail with {@code CLOSED}. Idempotent. */
+    @Override
+    void close();
+}

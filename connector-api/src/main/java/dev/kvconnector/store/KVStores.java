@@ -1,0 +1,44 @@
+package dev.kvconnector.store;
+
+import dev.kvconnector.error.ErrorCode;
+import dev.kvconnector.error.KVException;
+import java.util.Map;
+import java.util.ServiceLoader;
+import java.util.TreeMap;
+
+/** Opens stores by URI, through the {@link KVStoreProvider}s on the class path. */
+public final class KVStores {
+    private KVStores() {
+    }
+
+    /**
+     * Opens the store named by {@code uri}, for example {@code memory:?capacity=2GiB}.
+     *
+     * @throws KVException {@code UNKNOWN_STORE} when no provider handles the scheme, {@code INVALID_URI} on bad input
+     */
+    public static KVStore open(String uri) {
+        StoreUri parsed = StoreUri.parse(uri);
+        Map<String, KVStoreProvider> providers = providers();
+        KVStoreProvider p = providers.get(parsed.scheme());
+        if (p == null) {
+            throw KVException.of(ErrorCode.UNKNOWN_STORE, "no store handles the scheme '" + parsed.scheme() + ":'")
+                    .store(parsed.masked()).operation("open")
+                    .hint("schemes on this class path: " + String.join(", ", providers.keySet())
+                            + ". valkey://, mooncake:// and lm:// need the connector-valkey, connector-mooncake "
+                            + "and connector-lmcache jars")
+                    .build();
+        }
+        return p.open(parsed);
+    }
+
+    /** Every scheme on the class path, mapped to its provider. */
+    public static Map<String, KVStoreProvider> providers() {
+        Map<String, KVStoreProvider> byScheme = new TreeMap<>();
+        for (KVStoreProvider p : ServiceLoader.load(KVStoreProvider.class, KVStores.class.getClassLoader())) {
+            for (String s : p.schemes()) {
+                byScheme.putIfAbsent(s, p);
+            }
+        }
+        return byScheme;
+    }
+}

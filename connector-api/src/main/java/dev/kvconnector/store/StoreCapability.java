@@ -1,0 +1,13 @@
+package dev.kvconnector.store;
+
+/** Optional abilities a store declares, so the connector can choose a fast path without special cases. */
+public enum StoreCapability {
+    /** Implements {@link RegisteredMemory}: values from registered segments move without a staging copy. */
+    REGISTERED_MEMORY,
+    /** Expires entries by itself when a put carries a TTL. */
+    NATIVE_TTL,
+    /** Overrides the batch operations with something faster than a loop (one round trip, one call). */
+    BATCH,
+    /** Different processes opening the same URI see the same objects. */
+    SHARED_ACROSS_PROCESSES
+}

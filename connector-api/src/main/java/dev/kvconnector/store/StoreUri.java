@@ -1,0 +1,329 @@
+package dev.kvconnector.store;
+
+import dev.kvconnector.error.ErrorCode;
+import dev.kvconnector.error.KVException;
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * A parsed store URI: {@code scheme:[//[user[:password]@]host[:port][,host[:port]...]][/path][?k=v&...]}.
+ * Examples: {@code memory:?capacity=2GiB}, {@code shm:/kv?capacity=4GiB}, {@code valkey://u:p@h:6379/0?ttl=60s},
+ * {@code valkey+cluster://h1:7000,h2:7001}.
+ *
+ * <p>{@link #toString()} and {@link #masked()} never show the password or secret-like query values.
+ */
+public final class StoreUri {
+    private static final Pattern SCHEME = Pattern.compile("[a-zA-Z][a-zA-Z0-9+.-]*");
+    private static final Pattern SIZE = Pattern.compile("(\\d+)\\s*([KMGT]i?B|[KMGT]|B)?", Pattern.CASE_INSENSITIVE);
+    private static final Pattern DURATION = Pattern.compile("(\\d+)\\s*(ms|s|m|h|d)?", Pattern.CASE_INSENSITIVE);
+    private static final Set<String> SECRET_PARAMS = Set.of("password", "pass", "secret", "token", "keystore-password",
+            "truststore-password", "key-password");
+
+    /** A host and port from the authority; port is -1 when absent. */
+    public record HostPort(String host, int port) {
+        @Override
+        public String toString() {
+            return port < 0 ? host : host + ":" + port;
+        }
+    }
+
+    private final String scheme;
+    private final String user;
+    private final String password;
+    private final List<HostPort> hosts;
+    private final String path;
+    private final Map<String, String> params;
+    private final String masked;
+
+    private StoreUri(String scheme, String user, String password, List<HostPort> hosts, String path,
+                     Map<String, String> params) {
+        this.scheme = scheme;
+        this.user = user;
+        this.password = password;
+        this.hosts = List.copyOf(hosts);
+        this.path = path;
+        this.params = Collections.unmodifiableMap(params);
+        this.masked = buildMasked();
+    }
+
+    /** Parses a URI; malformed input is an {@link ErrorCode#INVALID_URI} error. */
+    public static StoreUri parse(String text) {
+        if (text == null || text.isBlank()) {
+            throw invalidUri(String.valueOf(text), "the store URI is empty");
+        }
+        String s = text.trim();
+        int colon = s.indexOf(':');
+        if (colon <= 0 || !SCHEME.matcher(s.substring(0, colon)).matches()) {
+            throw invalidUri(maskRaw(s), "no scheme: a store URI starts with a scheme such as memory:, shm:, "
+                    + "valkey:// or mooncake://");
+        }
+        String scheme = s.substring(0, colon).toLowerCase(Locale.ROOT);
+        String rest = s.substring(colon + 1);
+        String query = "";
+        int q = rest.indexOf('?');
+        if (q >= 0) {
+            query = rest.substring(q + 1);
+            rest = rest.substring(0, q);
+        }
+        String user = null;
+        String password = null;
+        List<HostPort> hosts = new ArrayList<>();
+        String path = rest;
+        if (rest.startsWith("//")) {
+            String auth = rest.substring(2);
+            int slash = auth.indexOf('/');
+            path = slash >= 0 ? auth.substring(slash) : "";
+            auth = slash >= 0 ? auth.substring(0, slash) : auth;
+            int at = auth.lastIndexOf('@');
+            if (at >= 0) {
+                String ui = auth.substring(0, at);
+                auth = auth.substring(at + 1);
+                int c = ui.indexOf(':');
+                user = decode(c >= 0 ? ui.substring(0, c) : ui);
+                password = c >= 0 ? decode(ui.substring(c + 1)) : null;
+                if (user.isEmpty()) {
+                    user = null;
+                }
+            }
+            if (!auth.isEmpty()) {
+                for (String hp : auth.split(",")) {
+                    hosts.add(parseHostPort(hp, s));
+                }
+            }
+        }
+        Map<String, String> params = new LinkedHashMap<>();
+        if (!query.isEmpty()) {
+            for (String pair : query.split("&")) {
+                if (pair.isEmpty()) {
+                    continue;
+                }
+                int eq = pair.indexOf('=');
+                String k = decode(eq >= 0 ? pair.substring(0, eq) : pair);
+                String v = eq >= 0 ? decode(pair.substring(eq + 1)) : "";
+                if (params.put(k, v) != null) {
+                    throw invalidUri(maskRaw(s), "option '" + k + "' is given twice");
+                }
+            }
+        }
+        return new StoreUri(scheme, user, password, hosts, path, params);
+    }
+
+    private static HostPort parseHostPort(String hp, String whole) {
+        String h = hp;
+        int port = -1;
+        int c = hp.lastIndexOf(':');
+        boolean ipv6 = hp.startsWith("[");
+        if (c >= 0 && (!ipv6 || c > hp.indexOf(']'))) {
+            h = hp.substring(0, c);
+            String p = hp.substring(c + 1);
+            try {
+                port = Integer.parseInt(p);
+            } catch (NumberFormatException e) {
+                throw invalidUri(maskRaw(whole), "port '" + p + "' of host '" + h + "' is not a number");
+            }
+            if (port <= 0 || port > 65535) {
+                throw invalidUri(maskRaw(whole), "port " + port + " of host '" + h + "' is out of range 1-65535");
+            }
+        }
+        if (ipv6) {
+            h = h.substring(1, h.length() - 1);
+        }
+        if (h.isEmpty()) {
+            throw invalidUri(maskRaw(whole), "an empty host name in '" + hp + "'");
+        }
+        return new HostPort(h, port);
+    }
+
+    private static String decode(String s) {
+        return URLDecoder.decode(s, StandardCharsets.UTF_8);
+    }
+
+    private static KVException invalidUri(String uri, String detail) {
+        return KVException.of(ErrorCode.INVALID_URI, detail).store(uri).build();
+    }
+
+    /** Best-effort masking of text that failed to parse. */
+    static String maskRaw(String s) {
+        return s.replaceAll("//([^:/@]*):[^@/]*@", "//$1:***@");
+    }
+
+    /** The lower-case scheme, such as {@code valkey}. */
+    public String scheme() {
+        return scheme;
+    }
+
+    /** The user name, or null. */
+    public String user() {
+        return user;
+    }
+
+    /** The password, or null. Never log it. */
+    public String password() {
+        return password;
+    }
+
+    /** The hosts of the authority, in order; empty for {@code memory:} and {@code shm:}. */
+    public List<HostPort> hosts() {
+        return hosts;
+    }
+
+    /** The single host, with {@code defaultPort} when none is given; an error when there is not exactly one. */
+    public HostPort singleHost(int defaultPort) {
+        if (hosts.size() != 1) {
+            throw invalidUri(masked, "expected exactly one host:port, found " + hosts.size());
+        }
+        HostPort h = hosts.getFirst();
+        return h.port() < 0 ? new HostPort(h.host(), defaultPort) : h;
+    }
+
+    /** The path, such as {@code /kv} or {@code /0}; empty when absent. */
+    public String path() {
+        return path;
+    }
+
+    /** All query options, in order. */
+    public Map<String, String> params() {
+        return params;
+    }
+
+    /** One option's value, or null. */
+    public String param(String name) {
+        return params.get(name);
+    }
+
+    /** Fails with {@link ErrorCode#INVALID_URI} if any option is not in {@code known}: no typo goes unnoticed. */
+    public StoreUri requireKnownParams(Set<String> known) {
+        for (String k : params.keySet()) {
+            if (!known.contains(k)) {
+                throw invalidUri(masked, "unknown option '" + k + "' for " + scheme + ": stores; known options: "
+                        + String.join(", ", new java.util.TreeSet<>(known)));
+            }
+        }
+        return this;
+    }
+
+    /** A size option in bytes ({@code 4GiB}, {@code 512MiB}, {@code 1GB}, {@code 4096}), or the default. */
+    public long sizeParam(String name, long defaultBytes) {
+        String v = params.get(name);
+        return v == null ? defaultBytes : parseSize(name, v, masked);
+    }
+
+    /** A duration option in milliseconds ({@code 500ms}, {@code 30s}, {@code 5m}, {@code 1h}; bare = ms). */
+    public long durationMillisParam(String name, long defaultMillis) {
+        String v = params.get(name);
+        if (v == null) {
+            return defaultMillis;
+        }
+        Matcher m = DURATION.matcher(v.trim());
+        if (!m.matches()) {
+            throw invalidUri(masked, "option " + name + "=" + v + " is not a duration such as 500ms, 30s or 5m");
+        }
+        long n = Long.parseLong(m.group(1));
+        String unit = m.group(2) == null ? "ms" : m.group(2).toLowerCase(Locale.ROOT);
+        return switch (unit) {
+            case "s" -> n * 1000;
+            case "m" -> n * 60_000;
+            case "h" -> n * 3_600_000;
+            case "d" -> n * 86_400_000;
+            default -> n;
+        };
+    }
+
+    /** An integer option, or the default. */
+    public int intParam(String name, int defaultValue) {
+        String v = params.get(name);
+        if (v == null) {
+            return defaultValue;
+        }
+        try {
+            return Integer.parseInt(v.trim());
+        } catch (NumberFormatException e) {
+            throw invalidUri(masked, "option " + name + "=" + v + " is not an integer");
+        }
+    }
+
+    /** A boolean option ({@code true|false|1|0|yes|no}), or the default. */
+    public boolean boolParam(String name, boolean defaultValue) {
+        String v = params.get(name);
+        if (v == null) {
+            return defaultValue;
+        }
+        return switch (v.trim().toLowerCase(Locale.ROOT)) {
+            case "true", "1", "yes", "" -> true;
+            case "false", "0", "no" -> false;
+            default -> throw invalidUri(masked, "option " + name + "=" + v + " is not true or false");
+        };
+    }
+
+    /** Parses a byte size such as {@code 4GiB}; {@code what} names the value in errors. */
+    public static long parseSize(String what, String v, String uriForErrors) {
+        Matcher m = SIZE.matcher(v.trim());
+        if (!m.matches()) {
+            throw invalidUri(uriForErrors, what + "=" + v + " is not a size such as 4GiB, 512MiB or 1048576");
+        }
+        long n = Long.parseLong(m.group(1));
+        String unit = m.group(2) == null ? "B" : m.group(2).toUpperCase(Locale.ROOT);
+        long mult = switch (unit) {
+            case "K", "KIB" -> 1L << 10;
+            case "M", "MIB" -> 1L << 20;
+            case "G", "GIB" -> 1L << 30;
+            case "T", "TIB" -> 1L << 40;
+            case "KB" -> 1_000L;
+            case "MB" -> 1_000_000L;
+            case "GB" -> 1_000_000_000L;
+            case "TB" -> 1_000_000_000_000L;
+            default -> 1L;
+        };
+        if (n > Long.MAX_VALUE / mult) {
+            throw invalidUri(uriForErrors, what + "=" + v + " overflows 63 bits");
+        }
+        return n * mult;
+    }
+
+    /** The URI with the password and secret-like options replaced by {@code ***}. */
+    public String masked() {
+        return masked;
+    }
+
+    private String buildMasked() {
+        StringBuilder sb = new StringBuilder(scheme).append(':');
+        if (!hosts.isEmpty() || user != null) {
+            sb.append("//");
+            if (user != null || password != null) {
+                sb.append(user == null ? "" : user);
+                if (password != null) {
+                    sb.append(":***");
+                }
+                sb.append('@');
+            }
+            for (int i = 0; i < hosts.size(); i++) {
+                sb.append(i == 0 ? "" : ",").append(hosts.get(i));
+            }
+        }
+        sb.append(path);
+        if (!params.isEmpty()) {
+            sb.append('?');
+            boolean first = true;
+            for (Map.Entry<String, String> e : params.entrySet()) {
+                sb.append(first ? "" : "&").append(e.getKey()).append('=')
+                        .append(SECRET_PARAMS.contains(e.getKey().toLowerCase(Locale.ROOT)) ? "***" : e.getValue());
+                first = false;
+            }
+        }
+        return sb.toString();
+    }
+
+    @Override
+    public String toString() {
+        return masked;
+    }
+}
