@@ -453,6 +453,32 @@ class ShmStoreTest {
         assertEquals(0, s.liveEntries());
     }
 
+    @Test
+    void steadyStatePutsAndGetsAllocateNothingOnTheHeap() {
+        ShmStore s = open("a", "capacity=4MiB&entries=1024");
+        MemorySegment v = pattern(8192, 1);
+        MemorySegment dst = arena.allocate(8192);
+        String[] keys = new String[64];
+        for (int i = 0; i < keys.length; i++) {
+            keys[i] = "layer-" + i;
+        }
+        com.sun.management.ThreadMXBean mx =
+                (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+        long tid = Thread.currentThread().threadId();
+        long allocated = 0;
+        for (int round = 0; round < 6; round++) {
+            long before = mx.getThreadAllocatedBytes(tid);
+            for (int i = 0; i < 20_000; i++) {
+                String k = keys[i & 63];
+                s.put(k, v, PutOptions.DEFAULT);
+                s.getInto(k, dst);
+                s.size(k);
+            }
+            allocated = mx.getThreadAllocatedBytes(tid) - before;
+        }
+        assertTrue(allocated < 1024, "20000 puts, gets and sizes allocated " + allocated + " bytes after warm-up");
+    }
+
     private void closeAll() {
         opened.forEach(ShmStore::close);
         opened.clear();
