@@ -52,9 +52,14 @@ import org.slf4j.LoggerFactory;
  * The first opener creates the file (mode 0600, published atomically, so no one sees it half-written); later
  * openers adopt its sizes, and fail when their URI names different ones.
  *
- * <p>Keys are up to {@value ShmLayout#MAX_KEY_BYTES} UTF-8 bytes. When the store is full, a put evicts committed
- * entries in CLOCK order (recently read entries get a second chance) and expired ones first. {@link dev.kvconnector.store.Pin} is
- * ignored. Values being read are never evicted, removed or overwritten underneath their readers.
+ * <p>Keys are up to {@value #MAX_KEY_BYTES} UTF-8 bytes. When the store is full, a put evicts committed, unleased
+ * entries in CLOCK order: recently read entries get a second chance, expired ones do not.
+ * {@link dev.kvconnector.store.Pin} is ignored. Values being read are never evicted, freed or overwritten
+ * underneath their readers. Expiry uses the wall clock ({@code System.currentTimeMillis()}), the one clock all
+ * processes share.
+ *
+ * <p>Limits: 64 store instances open on one file at once (across all processes), and 63 reads in flight per
+ * instance (further readers spin until one finishes).
  *
  * <p>Threads and processes: reads take no lock. Each read leases the entry in a per-process lease record (a
  * hazard pointer in the file) while it copies; eviction and removal skip or defer leased entries. Allocation
@@ -141,7 +146,8 @@ public final class ShmStore implements KVStore {
         String name = uri.path().startsWith("/") ? uri.path().substring(1) : uri.path();
         if (!NAME.matcher(name).matches() || name.equals(".") || name.equals("..")) {
             throw KVException.of(ErrorCode.INVALID_URI, "the store name '" + name + "' is not 1 to 200 characters of "
-                    + "A-Z a-z 0-9 . _ -").store(masked).operation("open").hint("write shm:/NAME, such as shm:/kv").build();
+                    + "A-Z a-z 0-9 . _ -").store(masked).operation("open")
+                    .hint("write shm:/NAME, such as shm:/kv").build();
         }
         Path dir = Path.of(uri.param("dir") == null ? DEFAULT_DIR : uri.param("dir"));
         Path path = dir.resolve(name);
@@ -154,13 +160,15 @@ public final class ShmStore implements KVStore {
         if (wanted == null) {
             throw KVException.of(ErrorCode.INVALID_URI, "sizes out of range: capacity=" + capacity + " bytes, block="
                     + block + " bytes, entries=" + entries).store(masked).operation("open")
-                    .hint("block is a power of two from " + MIN_BLOCK + " to " + MAX_BLOCK + " bytes, capacity from one "
-                            + "block to " + MAX_CAPACITY + " bytes, entries from " + MIN_ENTRIES + " to " + MAX_ENTRIES)
+                    .hint("block is a power of two from " + MIN_BLOCK + " to " + MAX_BLOCK
+                            + " bytes, capacity from one block to " + MAX_CAPACITY + " bytes, entries from "
+                            + MIN_ENTRIES + " to " + MAX_ENTRIES)
                     .build();
         }
         if (!Files.isDirectory(dir)) {
             throw KVException.of(ErrorCode.INVALID_CONFIG, "directory " + dir + " does not exist").store(masked)
-                    .operation("open").hint("create it, or pass dir= naming a tmpfs directory such as /dev/shm").build();
+                    .operation("open").hint("create it, or pass dir= naming a tmpfs directory such as /dev/shm")
+                    .build();
         }
         if (!Files.exists(path, LinkOption.NOFOLLOW_LINKS)) {
             create(path, wanted, masked);
@@ -339,8 +347,8 @@ public final class ShmStore implements KVStore {
         long creator = m.get(ValueLayout.JAVA_LONG, H_CREATOR_UID);
         long me = currentUid();
         if (creator != me) {
-            throw refuse(ErrorCode.AUTH_FAILED, path, uri, "was created by uid " + creator + ", this process runs as uid "
-                    + me);
+            throw refuse(ErrorCode.AUTH_FAILED, path, uri, "was created by uid " + creator
+                    + ", this process runs as uid " + me);
         }
         long ns = m.get(ValueLayout.JAVA_LONG, H_PID_NAMESPACE);
         long myNs = pidNamespace();
@@ -464,7 +472,7 @@ public final class ShmStore implements KVStore {
             }
             boolean copied = false;
             try {
-                long dst = lay.payloadOffset() + map.get(ValueLayout.JAVA_LONG, lay.entry(e) + E_PAYLOAD_OFFSET);
+                long dst = payload(e, "put", key);
                 if (PUT_PAUSE_MS > 0) {
                     long half = len / 2;
                     MemorySegment.copy(value, 0, map, dst, half);
@@ -648,8 +656,8 @@ public final class ShmStore implements KVStore {
             try {
                 reap();
                 long now = System.currentTimeMillis();
-                long watermark = (long) LONG.get(map, H_ENTRY_WATERMARK);
-                for (int e = 0; e < watermark; e++) {
+                int mark = watermark();
+                for (int e = 0; e < mark; e++) {
                     int st = state(e);
                     if (st == COMMITTED && expired(e, now)) {
                         unindex(e);
@@ -980,6 +988,11 @@ public final class ShmStore implements KVStore {
         }
     }
 
+    /** Entries below this index have been handed out at least once; clamped, as it is read from the file. */
+    private int watermark() {
+        return (int) Math.clamp(header(H_ENTRY_WATERMARK), 0, lay.entryCount());
+    }
+
     private int popFreeEntry() {
         long head = header(H_FREE_HEAD);
         if (head != 0) {
@@ -991,10 +1004,10 @@ public final class ShmStore implements KVStore {
             header(H_FREE_HEAD, map.get(ValueLayout.JAVA_INT, lay.entry(e) + E_NEXT_FREE));
             return e;
         }
-        long mark = header(H_ENTRY_WATERMARK);
+        int mark = watermark();
         if (mark < lay.entryCount()) {
-            header(H_ENTRY_WATERMARK, mark + 1);
-            return (int) mark;
+            header(H_ENTRY_WATERMARK, mark + 1L);
+            return mark;
         }
         return -1;
     }
@@ -1080,7 +1093,7 @@ public final class ShmStore implements KVStore {
 
     /** Advances the CLOCK hand until one entry's space is freed; false when a full double sweep frees nothing. */
     private boolean evictOne(long now) {
-        long mark = header(H_ENTRY_WATERMARK);
+        int mark = watermark();
         if (mark == 0) {
             return false;
         }
@@ -1105,7 +1118,7 @@ public final class ShmStore implements KVStore {
                 case COMMITTED -> {
                     if (!expired(e, now) && map.get(ValueLayout.JAVA_INT, eo + E_REFERENCED) != 0) {
                         map.set(ValueLayout.JAVA_INT, eo + E_REFERENCED, 0);
-                    } else {
+                    } else if (!leased(e)) {
                         unindex(e);
                         if (retire(e)) {
                             return true;
@@ -1240,7 +1253,7 @@ public final class ShmStore implements KVStore {
         header(H_USED_SLOTS, 0);
         header(H_TOMBSTONES, 0);
         long live = 0;
-        long mark = Math.min(header(H_ENTRY_WATERMARK), lay.entryCount());
+        int mark = watermark();
         for (int e = 0; e < mark; e++) {
             if (state(e) == COMMITTED) {
                 long hash = map.get(ValueLayout.JAVA_LONG, lay.entry(e) + E_KEY_HASH);
@@ -1265,12 +1278,13 @@ public final class ShmStore implements KVStore {
     /** Frees what dead processes left: process slots and leases, unfinished puts, then unleased retired entries. */
     private void reap() {
         reapProcSlots(map, lay);
-        long mark = Math.min(header(H_ENTRY_WATERMARK), lay.entryCount());
+        int mark = watermark();
         for (int e = 0; e < mark; e++) {
             int st = state(e);
             if (st == WRITING && !ProcessIdentity.isAlive(map.get(ValueLayout.JAVA_LONG, lay.entry(e) + E_OWNER))) {
-                LOG.info("reclaiming entry {} of {}: its writer, process {}, died mid-put", e, path,
-                        ProcessIdentity.pid(map.get(ValueLayout.JAVA_LONG, lay.entry(e) + E_OWNER)));
+                LOG.info("reclaiming entry {} of {}: its writer, process {}, died in a put it began {} ms ago", e,
+                        path, ProcessIdentity.pid(map.get(ValueLayout.JAVA_LONG, lay.entry(e) + E_OWNER)),
+                        System.currentTimeMillis() - map.get(ValueLayout.JAVA_LONG, lay.entry(e) + E_STARTED_MILLIS));
                 freeEntry(e);
             } else if (st == RETIRED && !leased(e)) {
                 freeEntry(e);
@@ -1289,11 +1303,9 @@ public final class ShmStore implements KVStore {
         map.asSlice(lay.bitmapOffset(), lay.procOffset() - lay.bitmapOffset()).fill((byte) 0);
         markTailBlocksUsed(map, lay);
         map.asSlice(lay.indexOffset(), lay.slotCount() * 8).fill((byte) 0);
-        long mark = header(H_ENTRY_WATERMARK);
-        if (mark < 0 || mark > lay.entryCount()) {
-            mark = lay.entryCount();
-            header(H_ENTRY_WATERMARK, mark);
-        }
+        long stored = header(H_ENTRY_WATERMARK);
+        int mark = stored < 0 || stored > lay.entryCount() ? (int) lay.entryCount() : (int) stored;
+        header(H_ENTRY_WATERMARK, mark);
         header(H_FREE_HEAD, 0);
         header(H_USED_SLOTS, 0);
         header(H_TOMBSTONES, 0);
@@ -1301,7 +1313,7 @@ public final class ShmStore implements KVStore {
         long used = 0;
         long live = 0;
         long retired = 0;
-        for (int e = (int) mark - 1; e >= 0; e--) {
+        for (int e = mark - 1; e >= 0; e--) {
             long eo = lay.entry(e);
             int st = state(e);
             long off = map.get(ValueLayout.JAVA_LONG, eo + E_PAYLOAD_OFFSET);
@@ -1360,7 +1372,8 @@ public final class ShmStore implements KVStore {
             long ro = lay.entry(slotEntry(w));
             if (map.get(ValueLayout.JAVA_LONG, ro + E_KEY_HASH) == hash
                     && map.get(ValueLayout.JAVA_INT, ro + E_KEY_LENGTH) == len
-                    && MemorySegment.mismatch(map, eo + E_KEY, eo + E_KEY + len, map, ro + E_KEY, ro + E_KEY + len) == -1) {
+                    && MemorySegment.mismatch(map, eo + E_KEY, eo + E_KEY + len, map, ro + E_KEY,
+                    ro + E_KEY + len) == -1) {
                 return slotEntry(w);
             }
         }
