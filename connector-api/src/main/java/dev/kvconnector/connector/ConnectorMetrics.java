@@ -55,6 +55,15 @@ public final class ConnectorMetrics {
         }
     }
 
+    void reset() {
+        insertLayerNanos.reset();
+        dropLayerNanos.reset();
+        for (LongAdder a : new LongAdder[] {insertedBytes, droppedBytes, commits, aborts, hits, partialHits}) {
+            a.reset();
+        }
+        misses.values().forEach(LongAdder::reset);
+    }
+
     /** A consistent-enough copy of every counter. */
     public Snapshot snapshot() {
         Map<MissReason, Long> m = new EnumMap<>(MissReason.class);
