@@ -35,8 +35,10 @@ import java.util.zip.CRC32C;
  * {@link #writeHeader}, with no extra copy. See {@code docs/raw-format.md} for a Python reader.
  *
  * <p>{@link #validate} returns a status code and never throws for bad bytes, so that the consumer's hot path
- * treats a corrupt or foreign object like a miss with a reason. Neither method allocates in proportion to the
- * payload; with checksums on, each call creates a CRC engine and one {@code ByteBuffer} view per GiB of payload.
+ * treats a corrupt or foreign object like a miss with a reason. Once C2 has compiled them, {@link #writeHeader} and
+ * {@link #validate} allocate nothing: the CRC engine, slices and {@code ByteBuffer} views they create are
+ * scalar-replaced (0 bytes per call measured with {@code ThreadMXBean.getThreadAllocatedBytes}, checksums on or
+ * off). Before that, each call allocates a few small objects, never in proportion to the payload.
  *
  * <p>Checksums cost about one extra pass over the payload's memory on each side (write and validate). Turn them
  * off per object ({@code checksum = false}) where the transport already protects the bytes and that pass shows in
