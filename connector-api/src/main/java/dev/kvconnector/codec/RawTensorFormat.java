@@ -230,8 +230,8 @@ public final class RawTensorFormat {
     public static RawHeader readHeader(MemorySegment object) {
         int status = checkHeader(object, object.byteSize());
         if (status != OK) {
-            throw KVException.of(ErrorCode.CORRUPT_OBJECT, "raw object header of " + object.byteSize()
-                    + " bytes is invalid: " + describe(status)).operation("decode")
+            throw KVException.of(ErrorCode.CORRUPT_OBJECT, "raw object of " + object.byteSize()
+                    + " bytes has an invalid header: " + describe(status)).operation("decode")
                     .hint("the object was not written by RawTensorFormat version " + VERSION
                             + ", or its bytes were damaged in the store or in transit").build();
         }
@@ -240,10 +240,10 @@ public final class RawTensorFormat {
         for (int i = 0; i < rank; i++) {
             shape[i] = object.get(I32, OFF_SHAPE + 4L * i);
         }
-        int flags = Short.toUnsignedInt(object.get(U16, OFF_FLAGS));
-        return new RawHeader(VERSION, TensorSpec.of(DType.byIdOrNull(object.get(ValueLayout.JAVA_BYTE, OFF_DTYPE)),
-                shape), object.get(I32, OFF_TOKENS), object.get(I64, OFF_FINGERPRINT),
-                object.get(I64, OFF_PAYLOAD_BYTES), flags, object.get(I32, OFF_PAYLOAD_CRC),
+        DType dtype = DType.byIdOrNull(Byte.toUnsignedInt(object.get(ValueLayout.JAVA_BYTE, OFF_DTYPE)));
+        return new RawHeader(VERSION, TensorSpec.of(dtype, shape), object.get(I32, OFF_TOKENS),
+                object.get(I64, OFF_FINGERPRINT), object.get(I64, OFF_PAYLOAD_BYTES),
+                Short.toUnsignedInt(object.get(U16, OFF_FLAGS)), object.get(I32, OFF_PAYLOAD_CRC),
                 object.get(I32, OFF_HEADER_CRC));
     }
 

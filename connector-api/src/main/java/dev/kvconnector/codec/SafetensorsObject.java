@@ -18,6 +18,7 @@ import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
@@ -228,13 +229,13 @@ public final class SafetensorsObject {
         for (long d : shape) {
             long product = bytes * d;
             if (Math.multiplyHigh(bytes, d) != 0 || product < 0) {
-                throw corrupt("tensor '" + name + "' shape " + java.util.Arrays.toString(shape) + " of "
+                throw corrupt("tensor '" + name + "' shape " + Arrays.toString(shape) + " of "
                         + dtype.safetensorsName() + " overflows 63 bits of bytes");
             }
             bytes = product;
         }
         if (bytes != end - begin) {
-            throw corrupt("tensor '" + name + "' is " + dtype.safetensorsName() + java.util.Arrays.toString(shape)
+            throw corrupt("tensor '" + name + "' is " + dtype.safetensorsName() + Arrays.toString(shape)
                     + ", " + bytes + " bytes, but data_offsets [" + begin + ", " + end + "] span " + (end - begin));
         }
         return new Entry(name, TensorSpec.of(dtype, shape), begin, end);

@@ -264,6 +264,15 @@ class SafetensorsTest {
     }
 
     @Test
+    void hostileJsonIsRefusedWithoutExhaustingTheStackOrHeap() {
+        try (Arena arena = Arena.ofConfined()) {
+            corrupt(object(arena, "{\"__metadata__\":" + "[".repeat(100_000) + "]".repeat(100_000) + "}", 0),
+                    "malformed");
+            corrupt(object(arena, "{" + t("x", "U8", "[1" + "0".repeat(5_000) + "]", 0, 1) + "}", 1), "malformed");
+        }
+    }
+
+    @Test
     void unknownDtypesAreRefused() {
         try (Arena arena = Arena.ofConfined()) {
             corrupt(object(arena, "{" + t("mask", "BOOL", "[4]", 0, 4) + "}", 4), "mask", "BOOL");

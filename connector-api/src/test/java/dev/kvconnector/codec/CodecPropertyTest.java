@@ -31,7 +31,7 @@ import net.jqwik.api.Provide;
 import net.jqwik.api.constraints.IntRange;
 
 /** Round trips and damage detection over random dtypes, shapes, names and metadata, for every codec. */
-class CodecProperties {
+class CodecPropertyTest {
     /** The reference writer's dtype order (its Dtype enum, by increasing alignment), written out independently. */
     private static final List<DType> REFERENCE_ORDER = List.of(DType.UINT8, DType.INT8, DType.FP8_E5M2,
             DType.FP8_E4M3, DType.FP16, DType.BF16, DType.INT32, DType.FP32, DType.FP64, DType.INT64);
