@@ -1,5 +1,8 @@
 package dev.kvconnector.store.shm;
 
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Instant;
 import java.util.Optional;
 
@@ -45,6 +48,21 @@ final class ProcessIdentity {
         }
         long expected = token >>> 32;
         long actual = startKey(h.get());
-        return expected == 0 || actual == 0 || expected == actual;
+        return (expected == 0 || actual == 0 || expected == actual) && !isZombie(pid);
+    }
+
+    /**
+     * Whether Linux lists the process as a zombie (dead, not yet reaped by its parent), which ProcessHandle may
+     * still report as alive. A container whose init does not reap would otherwise keep a dead process's lock.
+     */
+    private static boolean isZombie(long pid) {
+        try {
+            String stat = Files.readString(Path.of("/proc/" + pid + "/stat"));
+            int close = stat.lastIndexOf(')');
+            char state = close >= 0 && close + 2 < stat.length() ? stat.charAt(close + 2) : '?';
+            return state == 'Z' || state == 'X';
+        } catch (IOException | RuntimeException e) {
+            return false;
+        }
     }
 }

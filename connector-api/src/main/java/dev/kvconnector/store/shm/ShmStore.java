@@ -216,7 +216,7 @@ public final class ShmStore implements KVStore {
                 m.force();
             }
             try {
-                Files.createLink(path, tmp);
+                publishFile(tmp, path);
             } catch (FileAlreadyExistsException raced) {
                 LOG.debug("another process created {} first; opening theirs", path);
             }
@@ -229,6 +229,21 @@ public final class ShmStore implements KVStore {
             } catch (IOException e) {
                 LOG.warn("cannot delete temporary file {}: {}", tmp, e.toString());
             }
+        }
+    }
+
+    /**
+     * Makes the initialized file visible under its name only if that name is free: a hard link is atomic and never
+     * replaces; where links are not supported, a move that refuses an existing target is nearly as good.
+     */
+    private static void publishFile(Path tmp, Path path) throws IOException {
+        try {
+            Files.createLink(path, tmp);
+        } catch (FileAlreadyExistsException e) {
+            throw e;
+        } catch (IOException | UnsupportedOperationException e) {
+            LOG.debug("cannot hard-link {} ({}); moving it instead", path, e.toString());
+            Files.move(tmp, path);
         }
     }
 
@@ -482,6 +497,12 @@ public final class ShmStore implements KVStore {
                     MemorySegment.copy(value, 0, map, dst, len);
                 }
                 copied = true;
+            } catch (InternalError fault) {
+                // A write to a sparse tmpfs file faults (SIGBUS) when the tmpfs has no page left.
+                throw KVException.of(ErrorCode.STORE_FULL, "the file system of " + path + " has no room for a "
+                        + len + "-byte value: " + fault.getMessage()).store(uri).operation("put").key(key)
+                        .cause(fault).hint("grow the tmpfs (mount -o remount,size=... " + path.getParent()
+                                + ") to hold the capacity of every store in it, or lower capacity=").build();
             } finally {
                 if (!copied) {
                     lock();
@@ -710,6 +731,15 @@ public final class ShmStore implements KVStore {
      * {@link #releaseLease}. Returns the entry index, or -1 on a miss (no lease held then).
      */
     private int lookup(KeyScratch k) {
+        try {
+            return probe(k);
+        } catch (RuntimeException e) {
+            releaseLease(k);
+            throw e;
+        }
+    }
+
+    private int probe(KeyScratch k) {
         long mask = lay.slotCount() - 1;
         int tag = (int) (k.hash >>> 32);
         restart:
