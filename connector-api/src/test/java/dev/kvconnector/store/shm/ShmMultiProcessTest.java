@@ -208,4 +208,61 @@ class ShmMultiProcessTest {
         assertEquals(initial, reopened.freeBytes());
         assertEquals(0, reopened.lockOwner());
     }
+
+    @Test
+    void processesRacingToCreateAStoreAllOpenTheSameOne() throws Exception {
+        for (int i = 0; i < 3; i++) {
+            child(Map.of(), "put", uri("capacity=4MiB"), "from-" + i, "4096", String.valueOf(40 + i));
+        }
+        for (ChildJvm c : children) {
+            c.await("PUT true", 20);
+            assertEquals(0, c.exitCode(10), c.output());
+        }
+        ShmStore s = open("capacity=4MiB");
+        MemorySegment dst = arena.allocate(4096, 8);
+        for (int i = 0; i < 3; i++) {
+            assertEquals(4096, s.getInto("from-" + i, dst), "from-" + i);
+            assertEquals(40 + i, ValuePattern.seed(dst));
+        }
+    }
+
+    @Test
+    void writersAndReadersKilledAtRandomMomentsLeaveAConsistentStore() throws Exception {
+        String options = "capacity=1MiB&entries=64";
+        ShmStore s = open(options);
+        int keys = 32;
+        List<ChildJvm> victims = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            victims.add(child(Map.of(), "write", uri(options), "60000", String.valueOf(keys), String.valueOf(50 + i)));
+        }
+        victims.add(child(Map.of(), "read", uri(options), "60000", String.valueOf(keys)));
+        for (ChildJvm v : victims) {
+            v.await("OPEN", 20);
+        }
+        java.util.SplittableRandom rnd = new java.util.SplittableRandom(7);
+        for (ChildJvm v : victims) {
+            Thread.sleep(300 + rnd.nextInt(700));
+            v.kill();
+        }
+        s.reclaim();
+        MemorySegment dst = arena.allocate(64 << 10, 8);
+        int hits = 0;
+        for (int i = 0; i < keys; i++) {
+            long r = s.getInto("key-" + i, dst);
+            if (GetResult.isHit(r)) {
+                hits++;
+                assertNull(ValuePattern.verify(dst, r), "key-" + i);
+            }
+        }
+        assertTrue(hits > 0, "some values survived");
+        assertEquals(0, s.leasesHeld());
+        for (int i = 0; i < keys; i++) {
+            s.remove("key-" + i);
+        }
+        assertEquals(1 << 20, s.freeBytes(), "every block came back after four processes died mid-work");
+        s.close();
+        ShmStore reopened = open("");
+        assertEquals(1 << 20, reopened.freeBytes());
+        assertTrue(reopened.put("after", pattern(4096, 1), PutOptions.DEFAULT));
+    }
 }

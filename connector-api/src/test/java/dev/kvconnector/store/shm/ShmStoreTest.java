@@ -247,6 +247,32 @@ class ShmStoreTest {
     }
 
     @Test
+    void theIndexStaysCorrectThroughThousandsOfInsertsAndRemovals() {
+        ShmStore s = open("a", "capacity=1MiB&entries=16");
+        for (int i = 0; i < 5000; i++) {
+            assertTrue(s.put("k" + i, pattern(16, i), PutOptions.DEFAULT));
+            if (i % 4 != 0) {
+                assertTrue(s.remove("k" + i), "k" + i);
+            }
+        }
+        MemorySegment dst = arena.allocate(16);
+        int found = 0;
+        for (int i = 0; i < 5000; i += 4) {
+            long r = s.getInto("k" + i, dst);
+            if (GetResult.isHit(r)) {
+                found++;
+                assertEquals(i, ValuePattern.seed(dst));
+            }
+        }
+        // Each short-lived key took an entry from a full table, evicting the oldest kept key, and then left.
+        assertEquals(15, found);
+        assertEquals(15, s.liveEntries());
+        for (int i = 4996; i >= 4940; i -= 4) {
+            assertTrue(s.exists("k" + i), "k" + i + " is among the newest");
+        }
+    }
+
+    @Test
     void closeIsIdempotentAndLaterCallsFailWithClosed() {
         ShmStore s = open("a", "capacity=1MiB");
         s.put("k", pattern(16, 1), PutOptions.DEFAULT);
