@@ -48,6 +48,8 @@ import org.slf4j.LoggerFactory;
  *   <li>{@code block}: allocation unit in bytes (default 4 KiB; a power of two from 64 B to 16 MiB). Each value
  *       takes whole blocks.</li>
  *   <li>{@code ttl}: time to live of puts that carry none (default 0, forever).</li>
+ *   <li>{@code lock-timeout}: how long a call waits for the store lock held by a live process before it fails
+ *       with {@code TIMEOUT} (default 30 s); a dead holder is taken over within milliseconds.</li>
  * </ul>
  * The first opener creates the file (mode 0600, published atomically, so no one sees it half-written); later
  * openers adopt its sizes, and fail when their URI names different ones.
@@ -57,6 +59,9 @@ import org.slf4j.LoggerFactory;
  * {@link dev.kvconnector.store.Pin} is ignored. Values being read are never evicted, freed or overwritten
  * underneath their readers. Expiry uses the wall clock ({@code System.currentTimeMillis()}), the one clock all
  * processes share.
+ *
+ * <p>Puts, gets and sizes allocate nothing on the heap once warm: keys are encoded into a per-thread scratch
+ * segment, values are copied once between the caller's segment and the mapping.
  *
  * <p>Limits: 64 store instances open on one file at once (across all processes), and 63 reads in flight per
  * instance (further readers spin until one finishes).
@@ -96,7 +101,8 @@ public final class ShmStore implements KVStore {
     private static final long PUT_PAUSE_MS = Long.getLong(PROP_PUT_PAUSE_MS, 0);
     private static final long GET_PAUSE_MS = Long.getLong(PROP_GET_PAUSE_MS, 0);
     private static final long LOCK_PAUSE_MS = Long.getLong(PROP_LOCK_PAUSE_MS, 0);
-    private static final Set<String> OPTIONS = Set.of("capacity", "dir", "entries", "block", "ttl");
+    private static final Set<String> OPTIONS = Set.of("capacity", "dir", "entries", "block", "ttl", "lock-timeout");
+    private static final long DEFAULT_LOCK_TIMEOUT_MS = 30_000;
     private static final Pattern NAME = Pattern.compile("[A-Za-z0-9._-]{1,200}");
     private static final Set<StoreCapability> CAPABILITIES =
             Set.copyOf(EnumSet.of(StoreCapability.NATIVE_TTL, StoreCapability.SHARED_ACROSS_PROCESSES));
@@ -117,18 +123,20 @@ public final class ShmStore implements KVStore {
     private final MemorySegment map;
     private final ShmLayout lay;
     private final long defaultTtlMillis;
+    private final long lockTimeoutMillis;
     private final int procSlot;
     private final AtomicBoolean closed = new AtomicBoolean();
     private final LongAdder inFlight = new LongAdder();
 
     private ShmStore(String uri, Path path, Arena arena, MemorySegment map, ShmLayout lay, long defaultTtlMillis,
-                     int procSlot) {
+                     long lockTimeoutMillis, int procSlot) {
         this.uri = uri;
         this.path = path;
         this.arena = arena;
         this.map = map;
         this.lay = lay;
         this.defaultTtlMillis = defaultTtlMillis;
+        this.lockTimeoutMillis = lockTimeoutMillis;
         this.procSlot = procSlot;
     }
 
@@ -156,6 +164,7 @@ public final class ShmStore implements KVStore {
         long entries = uri.param("entries") == null
                 ? Math.clamp(capacity / (64 << 10), 1024, MAX_ENTRIES) : uri.intParam("entries", 0);
         long ttl = uri.durationMillisParam("ttl", 0);
+        long lockTimeout = Math.max(1, uri.durationMillisParam("lock-timeout", DEFAULT_LOCK_TIMEOUT_MS));
         ShmLayout wanted = ShmLayout.of(capacity, block, entries);
         if (wanted == null) {
             throw KVException.of(ErrorCode.INVALID_URI, "sizes out of range: capacity=" + capacity + " bytes, block="
@@ -180,7 +189,7 @@ public final class ShmStore implements KVStore {
             ShmLayout lay = validate(path, map, masked);
             checkWanted(uri, lay, wanted, path, masked);
             int slot = claimProcSlot(map, lay, path, masked);
-            ShmStore store = new ShmStore(masked, path, arena, map, lay, ttl, slot);
+            ShmStore store = new ShmStore(masked, path, arena, map, lay, ttl, lockTimeout, slot);
             store.lock();
             try {
                 store.reap();
@@ -900,7 +909,8 @@ public final class ShmStore implements KVStore {
     // ------------------------------------------------------------------ the store lock
 
     private void lock() {
-        for (int spins = 0; ; spins++) {
+        long waitingSince = 0;
+        for (long spins = 0; ; spins++) {
             long owner = (long) LONG.getVolatile(map, H_LOCK);
             if (owner == 0) {
                 if (LONG.compareAndSet(map, H_LOCK, 0L, ProcessIdentity.SELF)) {
@@ -913,6 +923,14 @@ public final class ShmStore implements KVStore {
             } else if (spins < 2000) {
                 Thread.yield();
             } else {
+                if (waitingSince == 0) {
+                    waitingSince = System.nanoTime();
+                } else if (System.nanoTime() - waitingSince > lockTimeoutMillis * 1_000_000) {
+                    throw KVException.of(ErrorCode.TIMEOUT, "process " + ProcessIdentity.pid(owner)
+                            + " has held the lock of " + path + " for more than " + lockTimeoutMillis + " ms")
+                            .store(uri).hint("that process is alive but stuck (stopped with SIGSTOP, or hung): "
+                                    + "resume or kill it; or raise lock-timeout=").build();
+                }
                 LockSupport.parkNanos(50_000);
                 if (spins % 256 == 0 && owner != ProcessIdentity.SELF && !ProcessIdentity.isAlive(owner)
                         && LONG.compareAndSet(map, H_LOCK, owner, ProcessIdentity.SELF)) {

@@ -3,8 +3,11 @@ package dev.kvconnector.store.shm;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.kvconnector.error.ErrorCode;
+import dev.kvconnector.error.KVException;
 import dev.kvconnector.store.GetResult;
 import dev.kvconnector.store.PutOptions;
 import dev.kvconnector.store.StoreUri;
@@ -175,7 +178,7 @@ class ShmMultiProcessTest {
 
     @Test
     void aProcessKilledHoldingTheLockIsRecoveredAndTheStoreStaysConsistent() throws Exception {
-        ShmStore s = open("capacity=8MiB");
+        ShmStore s = open("capacity=8MiB&lock-timeout=300ms");
         long initial = s.freeBytes();
         s.put("before", pattern(1 << 20, 31), PutOptions.DEFAULT);
         ChildJvm holder = child(Map.of(ShmStore.PROP_LOCK_PAUSE_MS, String.valueOf(PAUSE)),
@@ -191,6 +194,10 @@ class ShmMultiProcessTest {
         });
         MemorySegment dst = arena.allocate(1 << 20, 8);
         assertEquals(1 << 20, s.getInto("before", dst), "reads need no lock");
+        KVException stuck = assertThrows(KVException.class, () -> s.put("blocked", pattern(16, 1),
+                PutOptions.DEFAULT));
+        assertEquals(ErrorCode.TIMEOUT, stuck.code());
+        assertTrue(stuck.getMessage().contains("process " + holder.pid()), stuck.getMessage());
         holder.kill();
 
         assertTrue(s.put("after", pattern(1 << 20, 33), PutOptions.DEFAULT), "the lock is taken over");
@@ -198,6 +205,7 @@ class ShmMultiProcessTest {
         assertEquals(1 << 20, s.getInto("before", dst));
         assertEquals(31, ValuePattern.seed(dst));
         assertEquals(initial - (2L << 20), s.freeBytes(), "the dead put's space was reclaimed by the repair");
+        assertFalse(s.exists("blocked"));
 
         s.close();
         ShmStore reopened = open("");
