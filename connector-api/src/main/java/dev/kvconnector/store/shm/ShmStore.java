@@ -437,17 +437,21 @@ public final class ShmStore implements KVStore {
                 .build();
     }
 
-    /** Frees the process slots and leases of dead processes. Needs no lock: a dead process writes nothing. */
+    /**
+     * Frees the process slots and leases of dead processes. Needs no lock: the reaper first takes the slot over
+     * with a CAS (so two reapers never both clear it, and no new process claims it half-cleared), clears the
+     * leases, then frees the slot. A reaper that dies half-way leaves a slot owned by a dead process: reaped again.
+     */
     private static void reapProcSlots(MemorySegment m, ShmLayout lay) {
         for (int p = 0; p < PROC_SLOTS; p++) {
             long owner = (long) LONG.getVolatile(m, lay.proc(p));
-            if (owner != 0 && !ProcessIdentity.isAlive(owner)) {
+            if (owner != 0 && !ProcessIdentity.isAlive(owner)
+                    && LONG.compareAndSet(m, lay.proc(p), owner, ProcessIdentity.SELF)) {
                 for (int l = 0; l < LEASES_PER_PROC; l++) {
                     LONG.setVolatile(m, lay.lease(p, l), 0L);
                 }
-                if (LONG.compareAndSet(m, lay.proc(p), owner, 0L)) {
-                    LOG.info("reclaimed the process slot and leases of dead process {}", ProcessIdentity.pid(owner));
-                }
+                LONG.setVolatile(m, lay.proc(p), 0L);
+                LOG.info("reclaimed the process slot and leases of dead process {}", ProcessIdentity.pid(owner));
             }
         }
     }
@@ -609,10 +613,10 @@ public final class ShmStore implements KVStore {
             lock();
             try {
                 long slot = findSlot(k);
-                if (slot < 0 || (long) LONG.getVolatile(map, lay.slot(slot)) == 0) {
+                if (slot < 0) {
                     return false;
                 }
-                int e = slotEntry((long) LONG.getVolatile(map, lay.slot(slot)));
+                int e = slotEntry((long) LONG.get(map, lay.slot(slot)));
                 boolean live = !expired(e, System.currentTimeMillis());
                 unindex(e);
                 retire(e);
@@ -656,7 +660,12 @@ public final class ShmStore implements KVStore {
 
     /** Bytes of payload space not allocated to any entry, in bytes (whole blocks). */
     public long freeBytes() {
-        return (lay.blockCount() - (long) LONG.getVolatile(map, H_USED_BLOCKS)) * lay.blockSize();
+        enter("freeBytes");
+        try {
+            return (lay.blockCount() - (long) LONG.getVolatile(map, H_USED_BLOCKS)) * lay.blockSize();
+        } finally {
+            exit();
+        }
     }
 
     /** Payload capacity in bytes. */
@@ -666,7 +675,12 @@ public final class ShmStore implements KVStore {
 
     /** Committed entries in the index, expired ones included until they are reclaimed. */
     public long liveEntries() {
-        return (long) LONG.getVolatile(map, H_LIVE_ENTRIES);
+        enter("liveEntries");
+        try {
+            return (long) LONG.getVolatile(map, H_LIVE_ENTRIES);
+        } finally {
+            exit();
+        }
     }
 
     /** The file backing this store. */

@@ -283,6 +283,7 @@ class ShmStoreTest {
         assertKv(ErrorCode.CLOSED, () -> s.remove("k"));
         assertKv(ErrorCode.CLOSED, () -> s.size("k"));
         assertKv(ErrorCode.CLOSED, s::healthCheck);
+        assertKv(ErrorCode.CLOSED, s::freeBytes);
     }
 
     @Test
@@ -366,6 +367,19 @@ class ShmStoreTest {
         assertTrue(e.getMessage().contains("payload offset 4096"), e.getMessage());
         poke(p, ShmLayout.H_ENTRY_COUNT, Long.MAX_VALUE);
         assertKv(ErrorCode.CORRUPT_OBJECT, () -> open("a", ""));
+    }
+
+    @Test
+    void aHeaderNamingAnotherCreatorOrPidNamespaceIsRefused() throws IOException {
+        Path p = open("a", "capacity=1MiB").path();
+        closeAll();
+        poke(p, ShmLayout.H_CREATOR_UID, 4242);
+        KVException owner = assertKv(ErrorCode.AUTH_FAILED, () -> open("a", ""));
+        assertTrue(owner.getMessage().contains("uid 4242"), owner.getMessage());
+        poke(p, ShmLayout.H_CREATOR_UID, Long.parseLong(uid()));
+        poke(p, ShmLayout.H_PID_NAMESPACE, 17);
+        KVException ns = assertKv(ErrorCode.INVALID_CONFIG, () -> open("a", ""));
+        assertTrue(ns.getMessage().contains("pid namespace 17"), ns.getMessage());
     }
 
     @Test
