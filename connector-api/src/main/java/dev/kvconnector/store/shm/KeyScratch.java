@@ -1,6 +1,5 @@
 package dev.kvconnector.store.shm;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
@@ -11,7 +10,8 @@ import java.lang.foreign.ValueLayout;
 final class KeyScratch {
     private static final ThreadLocal<KeyScratch> CURRENT = ThreadLocal.withInitial(KeyScratch::new);
 
-    final MemorySegment bytes = Arena.ofAuto().allocate(ShmLayout.MAX_KEY_BYTES + 8, 8);
+    /** On the heap: a virtual thread per request then costs one small array, not an arena and its cleaner. */
+    final MemorySegment bytes = MemorySegment.ofArray(new byte[ShmLayout.MAX_KEY_BYTES + 8]);
     /** Encoded length in bytes, or -1 when the key is longer than {@link ShmLayout#MAX_KEY_BYTES}. */
     int length;
     long hash;

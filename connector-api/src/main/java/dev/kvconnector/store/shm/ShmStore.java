@@ -634,7 +634,8 @@ public final class ShmStore implements KVStore {
         enter("healthCheck");
         try {
             return uri + " at " + path + " answered: " + freeBytes() + " of " + lay.capacity() + " bytes free, "
-                    + liveEntries() + " of " + lay.entryCount() + " entries used";
+                    + liveEntries() + " of " + lay.entryCount() + " entries live, "
+                    + (long) LONG.getVolatile(map, H_RETIRED_ENTRIES) + " removed but still being read";
         } finally {
             exit();
         }

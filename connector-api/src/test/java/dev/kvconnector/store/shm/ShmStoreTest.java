@@ -505,8 +505,9 @@ class ShmStoreTest {
         com.sun.management.ThreadMXBean mx =
                 (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
         long tid = Thread.currentThread().threadId();
-        long allocated = 0;
-        for (int round = 0; round < 6; round++) {
+        // The least of several rounds: per-call garbage shows in every round, a one-off (a recompilation) in one.
+        long allocated = Long.MAX_VALUE;
+        for (int round = 0; round < 8; round++) {
             long before = mx.getThreadAllocatedBytes(tid);
             for (int i = 0; i < 20_000; i++) {
                 String k = keys[i & 63];
@@ -514,7 +515,9 @@ class ShmStoreTest {
                 s.getInto(k, dst);
                 s.size(k);
             }
-            allocated = mx.getThreadAllocatedBytes(tid) - before;
+            if (round >= 3) {
+                allocated = Math.min(allocated, mx.getThreadAllocatedBytes(tid) - before);
+            }
         }
         assertTrue(allocated < 1024, "20000 puts, gets and sizes allocated " + allocated + " bytes after warm-up");
     }
