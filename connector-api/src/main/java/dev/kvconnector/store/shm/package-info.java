@@ -41,8 +41,9 @@
  *   <li>The project promises users need only {@code --enable-native-access}. FFM gives the same machine code for
  *       what this store does: C2 compiles segment {@code VarHandle} CAS and acquire/release to the same
  *       instructions as {@code Unsafe}, hoists the bounds checks out of loops, and {@code MemorySegment.copy} is
- *       the same intrinsic copy as {@code Unsafe.copyMemory}. A shared arena also unmaps deterministically, with
- *       a safety handshake that neither library has. So neither library can beat plain FFM here without forcing
+ *       the same intrinsic copy as {@code Unsafe.copyMemory}. A shared arena also unmaps safely: a thread that
+ *       touches the mapping after {@code close()} gets an exception, where a late access to an unmapped Agrona or
+ *       Chronicle buffer crashes the JVM. So neither library can beat plain FFM here without forcing
  *       the flags, and neither is used. Revisit if a release of either needs no flags and the benchmarks below
  *       show it faster by more than their noise.</li>
  * </ul>
