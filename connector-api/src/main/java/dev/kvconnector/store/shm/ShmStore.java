@@ -492,9 +492,11 @@ public final class ShmStore implements KVStore {
             long expires = ttl > 0 ? now + ttl : 0;
             long blocks = (len + lay.blockSize() - 1) / lay.blockSize();
             int e;
+            long mine;
             lock();
             try {
                 e = allocate(k, blocks, len, now, key);
+                mine = (long) LONG.get(map, lay.entry(e) + E_STATE);
             } finally {
                 unlock();
             }
@@ -520,7 +522,9 @@ public final class ShmStore implements KVStore {
                 if (!copied) {
                     lock();
                     try {
-                        freeEntry(e);
+                        if ((long) LONG.get(map, lay.entry(e) + E_STATE) == mine) {
+                            freeEntry(e);
+                        }
                     } finally {
                         unlock();
                     }
@@ -531,9 +535,15 @@ public final class ShmStore implements KVStore {
                 if (LOCK_PAUSE_MS > 0) {
                     pause(LOCK_PAUSE_MS);
                 }
+                if ((long) LONG.get(map, lay.entry(e) + E_STATE) != mine) {
+                    throw KVException.of(ErrorCode.STORE_ERROR, "entry " + e + " was reclaimed by a repair of "
+                            + path + " while this put copied its value; the value was dropped").store(uri)
+                            .operation("put").key(key).hint("retry the put; look for another process that "
+                                    + "changed the file, or a pid namespace it does not share").build();
+                }
                 return publish(e, k, expires, options.ifAbsent(), now);
             } catch (RuntimeException ex) {
-                if (state(e) == WRITING) {
+                if ((long) LONG.get(map, lay.entry(e) + E_STATE) == mine) {
                     freeEntry(e);
                 }
                 throw ex;
