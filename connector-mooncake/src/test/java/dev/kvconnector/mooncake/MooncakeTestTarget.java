@@ -1,0 +1,100 @@
+package dev.kvconnector.mooncake;
+
+import dev.kvconnector.store.StoreUri;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Assertions;
+import org.junit.jupiter.api.Assumptions;
+
+/**
+ * What the Mooncake tests run against: the native test double (libmooncake_store_double.so, built by the native
+ * module) by default, or a real libmooncake_store.so and master when the environment names them:
+ * {@code MOONCAKE_STORE_LIB} and {@code MOONCAKE_MASTER} ({@code host:port}), optionally {@code MOONCAKE_METADATA}
+ * (default {@code P2PHANDSHAKE}).
+ *
+ * <p>When neither is available the tests abort with the reason, or fail when {@code CI=true}: CI must build the
+ * double.
+ */
+final class MooncakeTestTarget {
+    static final String DOUBLE_PROPERTY = "kvc.mooncake.double";
+    private static final AtomicInteger NEXT_FAKE_MASTER_PORT = new AtomicInteger(40000);
+
+    private final boolean isDouble;
+    private final String library;
+    private final String master;
+    private final String metadata;
+
+    private MooncakeTestTarget(boolean isDouble, String library, String master, String metadata) {
+        this.isDouble = isDouble;
+        this.library = library;
+        this.master = master;
+        this.metadata = metadata;
+    }
+
+    /** The target, or an aborted (locally) / failed (CI) test when there is none. */
+    static MooncakeTestTarget require() {
+        Map<String, String> env = System.getenv();
+        String realLib = env.get("MOONCAKE_STORE_LIB");
+        String realMaster = env.get("MOONCAKE_MASTER");
+        if (realLib != null && !realLib.isBlank() && realMaster != null && !realMaster.isBlank()) {
+            String md = env.getOrDefault("MOONCAKE_METADATA", "P2PHANDSHAKE");
+            return new MooncakeTestTarget(false, realLib, realMaster, md);
+        }
+        String dbl = System.getProperty(DOUBLE_PROPERTY);
+        if (dbl == null || !Files.isRegularFile(Path.of(dbl))) {
+            String why = "the Mooncake store test double was not built (" + dbl + " is missing): install cmake and gcc "
+                    + "and build the native module (./mvnw -pl native compile), or set MOONCAKE_STORE_LIB and "
+                    + "MOONCAKE_MASTER to test against a real store";
+            if ("true".equalsIgnoreCase(System.getenv("CI"))) {
+                Assertions.fail(why);
+            }
+            Assumptions.abort(why);
+        }
+        return new MooncakeTestTarget(true, Path.of(dbl).toAbsolutePath().normalize().toString(), null,
+                "P2PHANDSHAKE");
+    }
+
+    /** Whether this is the test double (whose pool size, leases and strictness tests may rely on). */
+    boolean isDouble() {
+        return isDouble;
+    }
+
+    String library() {
+        return library;
+    }
+
+    /**
+     * A master address for a new pool: with the double, a fresh fake address (pools are per master address), so
+     * tests do not see each other's objects; with a real store, the real master.
+     */
+    String freshMaster() {
+        return isDouble ? "127.0.0.1:" + NEXT_FAKE_MASTER_PORT.getAndIncrement() : master;
+    }
+
+    String metadata() {
+        return metadata;
+    }
+
+    /** A URI for a store on {@code master} with small staging; {@code extra} options are appended ({@code &a=b}). */
+    String uri(String master, String extra) {
+        return "mooncake://" + master + "?metadata=" + metadata + "&local_hostname=127.0.0.1&library=" + library
+                + "&segment=64MiB&buffer=16MiB&staging=4MiB&staging-slots=4" + extra;
+    }
+
+    /** Opens a store on a fresh pool. */
+    MooncakeStore open(String extra) {
+        return open(freshMaster(), extra);
+    }
+
+    MooncakeStore open(String master, String extra) {
+        return MooncakeStore.open(StoreUri.parse(uri(master, extra)), Map.of());
+    }
+
+    /** A key prefix unique to one test, so runs against a shared real store do not collide. */
+    static String uniquePrefix() {
+        return "kvc-test-" + UUID.randomUUID() + "-";
+    }
+}
