@@ -3,6 +3,7 @@ package dev.kvconnector.mooncake;
 import dev.kvconnector.store.StoreUri;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -78,10 +79,29 @@ final class MooncakeTestTarget {
         return metadata;
     }
 
-    /** A URI for a store on {@code master} with small staging; {@code extra} options are appended ({@code &a=b}). */
+    /** A URI for a store on {@code master} with small staging; {@code extra} options ({@code &a=b}) override. */
     String uri(String master, String extra) {
-        return "mooncake://" + master + "?metadata=" + metadata + "&local_hostname=127.0.0.1&library=" + library
-                + "&segment=64MiB&buffer=16MiB&staging=4MiB&staging-slots=4" + extra;
+        Map<String, String> options = new LinkedHashMap<>();
+        options.put("metadata", metadata);
+        options.put("local_hostname", "127.0.0.1");
+        options.put("library", library);
+        options.put("segment", "64MiB");
+        options.put("buffer", "16MiB");
+        options.put("staging", "4MiB");
+        options.put("staging-slots", "4");
+        for (String pair : extra.split("&")) {
+            int eq = pair.indexOf('=');
+            if (eq > 0) {
+                options.put(pair.substring(0, eq), pair.substring(eq + 1));
+            }
+        }
+        StringBuilder sb = new StringBuilder("mooncake://").append(master);
+        char sep = '?';
+        for (Map.Entry<String, String> e : options.entrySet()) {
+            sb.append(sep).append(e.getKey()).append('=').append(e.getValue());
+            sep = '&';
+        }
+        return sb.toString();
     }
 
     /** Opens a store on a fresh pool. */
