@@ -11,6 +11,7 @@ import dev.kvconnector.store.StoreCapability;
 import dev.kvconnector.store.StoreUri;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.Arrays;
 import java.util.EnumSet;
 import java.util.List;
@@ -31,8 +32,10 @@ import org.slf4j.LoggerFactory;
  * <p><b>Zero copy.</b> At open the store allocates one off-heap staging region ({@code staging=}, cut into
  * {@code staging-slots=} equal slots) and registers it once. A value or destination that lies inside a registered
  * range (the staging region, or memory given to {@link #register}) moves with {@code put_from}/{@code get_into}
- * directly; any other segment, heap segments included, is copied through a staging slot, so it must fit one slot
- * ({@code VALUE_TOO_LARGE} otherwise). Batches use {@code batch_put_from}/{@code batch_get_into}.
+ * directly; any other segment, heap segments included, is copied through a staging slot. Unregistered native memory
+ * larger than a slot still works, more slowly: a put goes through the client's own local buffer ({@code put},
+ * {@code buffer=} bytes at most) and a get registers the destination for the call. Heap memory larger than a slot
+ * is {@code VALUE_TOO_LARGE}. Batches use {@code batch_put_from}/{@code batch_get_into}.
  *
  * <p><b>Semantics over an ABI that never overwrites.</b>
  * <ul>
@@ -49,7 +52,10 @@ import org.slf4j.LoggerFactory;
  *   <li>A get whose destination is too small (-600) asks {@code get_size} and answers
  *       {@link GetResult#tooSmall(long)}. A get of an object whose put has not finished (-703) is a miss.</li>
  *   <li>Objects have no TTL in Mooncake: {@link PutOptions#ttlMillis()} is ignored, and objects live until removed
- *       or evicted. Mooncake stores no empty objects: an empty value is an {@code INVALID_ARGUMENT} error.</li>
+ *       or evicted.</li>
+ *   <li>Mooncake stores no empty objects, so an empty value is stored as one zero byte plus a marker object under
+ *       the key with {@code #kvc-empty} appended; other Mooncake clients see the one byte. Removing the key leaves the
+ *       one-byte marker behind until the key's next one-byte put.</li>
  * </ul>
  *
  * <p>Thread-safe. {@link #close()} waits for calls in flight (the native client must not be destroyed under a
@@ -67,6 +73,8 @@ public final class MooncakeStore implements KVStore, RegisteredMemory {
     private static final long MAX_LEASE_POLL_MILLIS = 50;
     private static final long CLOSE_DRAIN_MILLIS = 30_000;
     private static final long STAGING_ALIGNMENT = 4096;
+    /** Suffix of the marker object that says a one-byte object stands for an empty value. */
+    static final String EMPTY_MARKER_SUFFIX = "#kvc-empty";
 
     private final MooncakeConfig config;
     private final String uri;
@@ -183,24 +191,66 @@ public final class MooncakeStore implements KVStore, RegisteredMemory {
             } else {
                 removeWithLeasePolicy(key, "put");
             }
-            MooncakeStoreLibrary.Replication replication = replication(options);
-            if (isRegistered(value)) {
-                putWithRetry(key, value, replication);
-            } else {
-                MemorySegment[] slot = new MemorySegment[1];
-                pool.acquire(slot, 1, closed::get, uri);
-                try {
-                    MemorySegment src = slot[0].asSlice(0, value.byteSize());
-                    MemorySegment.copy(value, 0, src, 0, value.byteSize());
-                    putWithRetry(key, src, replication);
-                } finally {
-                    pool.release(slot, 1);
-                }
-            }
+            putValue(key, value, replication(options));
             return true;
         } finally {
             exit();
         }
+    }
+
+    /** Puts a value whose key is known to be free: zero copy, staged, empty, or through the local buffer. */
+    private void putValue(String key, MemorySegment value, MooncakeStoreLibrary.Replication replication) {
+        long n = value.byteSize();
+        if (n <= 1) {
+            putTiny(key, value, replication);
+        } else if (isRegistered(value)) {
+            putWithRetry(key, value, replication, false);
+        } else if (n <= pool.slotBytes()) {
+            MemorySegment[] slot = new MemorySegment[1];
+            pool.acquire(slot, 1, closed::get, uri);
+            try {
+                MemorySegment src = slot[0].asSlice(0, n);
+                MemorySegment.copy(value, 0, src, 0, n);
+                putWithRetry(key, src, replication, false);
+            } finally {
+                pool.release(slot, 1);
+            }
+        } else {
+            // checkValueSize let it through: native memory that fits the client's own local buffer.
+            putWithRetry(key, value, replication, true);
+        }
+    }
+
+    /**
+     * Mooncake stores no empty objects, so an empty value is a one-byte object plus a one-byte marker object under
+     * {@code key + EMPTY_MARKER_SUFFIX}, written first so that no reader takes the placeholder byte for data. A real
+     * one-byte value removes any marker left by an earlier empty value. Only one-byte objects cost a second lookup.
+     */
+    private void putTiny(String key, MemorySegment value, MooncakeStoreLibrary.Replication replication) {
+        MemorySegment[] slot = new MemorySegment[1];
+        pool.acquire(slot, 1, closed::get, uri);
+        try {
+            MemorySegment one = slot[0].asSlice(0, 1);
+            if (value.byteSize() == 0) {
+                one.set(ValueLayout.JAVA_BYTE, 0, (byte) 0);
+                lib.remove(client, key + EMPTY_MARKER_SUFFIX, true);
+                putWithRetry(key + EMPTY_MARKER_SUFFIX, one, replication, false);
+            } else {
+                int rc = lib.remove(client, key + EMPTY_MARKER_SUFFIX, true);
+                if (rc != 0 && rc != RC_OBJECT_NOT_FOUND) {
+                    throw MooncakeStatus.toException(rc, uri, "put", key, "removing the empty-value marker");
+                }
+                MemorySegment.copy(value, 0, one, 0, 1);
+            }
+            putWithRetry(key, one, replication, false);
+        } finally {
+            pool.release(slot, 1);
+        }
+    }
+
+    /** The logical size of an object whose native size is {@code nativeSize}: 0 for a marked empty value. */
+    private long logicalSize(String key, long nativeSize) {
+        return nativeSize == 1 && lib.getSize(client, key + EMPTY_MARKER_SUFFIX) >= 0 ? 0 : nativeSize;
     }
 
     @Override
@@ -212,20 +262,22 @@ public final class MooncakeStore implements KVStore, RegisteredMemory {
             long capacity = dst.byteSize();
             if (isRegistered(dst)) {
                 long r = lib.getInto(client, key, dst, capacity);
-                return r >= 0 ? r : getFailure(key, r, capacity);
+                return r >= 0 ? logicalSize(key, r) : getFailure(key, r, dst);
             }
+            long r;
             MemorySegment[] slot = new MemorySegment[1];
             pool.acquire(slot, 1, closed::get, uri);
             try {
-                long r = lib.getInto(client, key, slot[0], Math.min(capacity, pool.slotBytes()));
-                if (r < 0) {
-                    return getFailure(key, r, capacity);
+                r = lib.getInto(client, key, slot[0], Math.min(capacity, pool.slotBytes()));
+                if (r >= 0) {
+                    r = logicalSize(key, r);
+                    MemorySegment.copy(slot[0], 0, dst, 0, r);
+                    return r;
                 }
-                MemorySegment.copy(slot[0], 0, dst, 0, r);
-                return r;
             } finally {
                 pool.release(slot, 1);
             }
+            return getFailure(key, r, dst);
         } finally {
             exit();
         }
@@ -284,6 +336,12 @@ public final class MooncakeStore implements KVStore, RegisteredMemory {
                     } else {
                         removeWithLeasePolicy(keys[i], "putBatch");
                     }
+                    if (values[i].byteSize() <= 1 || (values[i].byteSize() > pool.slotBytes()
+                            && !isRegistered(values[i]))) {
+                        putValue(keys[i], values[i], replication);
+                        stored[i] = true;
+                        continue;
+                    }
                     chunkKeys[n] = keys[i];
                     chunkIndex[n] = i;
                     n++;
@@ -326,7 +384,7 @@ public final class MooncakeStore implements KVStore, RegisteredMemory {
             }
             for (int j = 0; j < n; j++) {
                 if (results[j] == RC_NO_AVAILABLE_HANDLE) {
-                    putWithRetry(chunkKeys[j], bufs[j], replication);
+                    putWithRetry(chunkKeys[j], bufs[j], replication, false);
                 } else if (results[j] != 0) {
                     throw MooncakeStatus.toException(results[j], uri, "putBatch", chunkKeys[j], null);
                 }
@@ -382,11 +440,11 @@ public final class MooncakeStore implements KVStore, RegisteredMemory {
                     }
                     for (int j = 0; j < n; j++) {
                         MemorySegment dst = dsts[start + j];
-                        long r = out[j];
+                        long r = out[j] >= 0 ? logicalSize(chunkKeys[j], out[j]) : out[j];
                         if (r >= 0 && bufs[j] != dst) {
                             MemorySegment.copy(bufs[j], 0, dst, 0, r);
                         }
-                        results[start + j] = r >= 0 ? r : getFailure(chunkKeys[j], r, dst.byteSize());
+                        results[start + j] = r >= 0 ? r : getFailure(chunkKeys[j], r, dst);
                     }
                 } finally {
                     pool.release(slots, staged);
@@ -571,7 +629,7 @@ public final class MooncakeStore implements KVStore, RegisteredMemory {
     private long sizeOrMiss(String key, String operation) {
         long r = lib.getSize(client, key);
         if (r >= 0) {
-            return r;
+            return logicalSize(key, r);
         }
         if (r == RC_OBJECT_NOT_FOUND) {
             return GetResult.MISS;
@@ -579,7 +637,11 @@ public final class MooncakeStore implements KVStore, RegisteredMemory {
         throw MooncakeStatus.toException(r, uri, operation, key, masterContext(r));
     }
 
-    private long getFailure(String key, long r, long capacity) {
+    /**
+     * Answers a failed {@code get_into}: a miss, too-small with the object's size, or, for an object larger than a
+     * staging slot going to unregistered native memory, a second try with the destination registered for the call.
+     */
+    private long getFailure(String key, long r, MemorySegment dst) {
         if (r == RC_OBJECT_NOT_FOUND || r == RC_REPLICA_NOT_READY) {
             return GetResult.MISS;
         }
@@ -588,25 +650,55 @@ public final class MooncakeStore implements KVStore, RegisteredMemory {
             if (size < 0) {
                 return GetResult.MISS;
             }
-            if (size > capacity) {
+            if (size == 0) {
+                return 0;
+            }
+            if (size > dst.byteSize()) {
                 return GetResult.tooSmall(size);
             }
-            if (size > pool.slotBytes()) {
-                throw KVException.of(ErrorCode.VALUE_TOO_LARGE, "the object has " + size + " bytes, more than a "
-                                + "staging slot of " + pool.slotBytes() + " bytes, and the destination is not registered")
-                        .store(uri).operation("getInto").key(key)
-                        .hint("register the destination memory (RegisteredMemory.register) for zero copy, or raise "
-                                + "staging= / lower staging-slots=").build();
+            if (size > pool.slotBytes() && !isRegistered(dst)) {
+                return getIntoTemporarilyRegistered(key, dst, size);
             }
         }
         throw MooncakeStatus.toException(r, uri, "getInto", key, masterContext(r));
     }
 
-    private void putWithRetry(String key, MemorySegment src, MooncakeStoreLibrary.Replication replication) {
+    /** Registration costs (RDMA pins pages), so this path is for objects that outgrow a staging slot only. */
+    private long getIntoTemporarilyRegistered(String key, MemorySegment dst, long size) {
+        if (!dst.isNative() || lib.registerBuffer(client, dst, dst.byteSize()) != 0) {
+            throw KVException.of(ErrorCode.VALUE_TOO_LARGE, "the object has " + size + " bytes, more than a staging "
+                            + "slot of " + pool.slotBytes() + " bytes, and the destination ("
+                            + (dst.isNative() ? "overlapping a registered range" : "a heap segment")
+                            + ") cannot be registered for the call")
+                    .store(uri).operation("getInto").key(key)
+                    .hint("register the destination memory (RegisteredMemory.register) for zero copy, or raise "
+                            + "staging= / lower staging-slots=").build();
+        }
+        try {
+            long r = lib.getInto(client, key, dst, dst.byteSize());
+            return r >= 0 ? r : r == RC_OBJECT_NOT_FOUND ? GetResult.MISS
+                    : r == RC_INVALID_PARAMS ? GetResult.tooSmall(lib.getSize(client, key))
+                    : throwGet(key, r);
+        } finally {
+            lib.unregisterBuffer(client, dst);
+        }
+    }
+
+    private long throwGet(String key, long r) {
+        throw MooncakeStatus.toException(r, uri, "getInto", key, masterContext(r));
+    }
+
+    /**
+     * Puts with {@code put_from}, or with {@code put} (a copy through the client's local buffer) when
+     * {@code throughLocalBuffer}, retrying while the pool is full.
+     */
+    private void putWithRetry(String key, MemorySegment src, MooncakeStoreLibrary.Replication replication,
+                              boolean throughLocalBuffer) {
         long backoff = Math.max(1, config.fullBackoffMillis());
         long waited = 0;
         for (int attempt = 0; ; attempt++) {
-            int rc = lib.putFrom(client, key, src, src.byteSize(), replication);
+            int rc = throughLocalBuffer ? lib.put(client, key, src, src.byteSize(), replication)
+                    : lib.putFrom(client, key, src, src.byteSize(), replication);
             if (rc == 0) {
                 return;
             }
@@ -685,17 +777,20 @@ public final class MooncakeStore implements KVStore, RegisteredMemory {
         return null;
     }
 
+    /** Refuses, before anything is removed, a value that no path can move. */
     private void checkValueSize(String key, MemorySegment value) {
-        if (value.byteSize() == 0) {
-            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "an empty value: Mooncake stores no empty objects "
-                    + "(put_from of 0 bytes stores nothing)").store(uri).operation("put").key(key).build();
+        long n = value.byteSize();
+        if (n <= pool.slotBytes() || isRegistered(value)) {
+            return;
         }
-        if (!isRegistered(value) && value.byteSize() > pool.slotBytes()) {
-            throw KVException.of(ErrorCode.VALUE_TOO_LARGE, "a value of " + value.byteSize() + " bytes in "
-                            + "unregistered memory exceeds a staging slot of " + pool.slotBytes() + " bytes")
+        if (!value.isNative() || n > config.localBufferBytes()) {
+            throw KVException.of(ErrorCode.VALUE_TOO_LARGE, "a value of " + n + " bytes in unregistered "
+                            + (value.isNative() ? "memory" : "heap memory") + " exceeds a staging slot of "
+                            + pool.slotBytes() + " bytes" + (value.isNative() ? " and the client's local buffer of "
+                            + config.localBufferBytes() + " bytes" : ""))
                     .store(uri).operation("put").key(key)
-                    .hint("register the value's memory (RegisteredMemory.register) for zero copy, or raise staging= "
-                            + "/ lower staging-slots=").build();
+                    .hint("register the value's memory (RegisteredMemory.register) for zero copy, raise staging= "
+                            + "(or lower staging-slots=), or raise buffer=").build();
         }
     }
 

@@ -130,24 +130,67 @@ class MooncakeStoreTest {
     }
 
     @Test
-    void unregisteredValuesLargerThanAStagingSlotAreTooLarge() {
-        int n = (int) store.config().stagingSlotBytes() + 1;
-        KVException e = assertThrows(KVException.class,
-                () -> store.put(prefix + "x", arena.allocate(n), PutOptions.DEFAULT));
-        assertEquals(ErrorCode.VALUE_TOO_LARGE, e.code());
-        assertTrue(e.hint().contains("register"), e.hint());
+    void unregisteredNativeValuesLargerThanASlotGoThroughTheLocalBuffer() {
+        int n = (int) store.config().stagingSlotBytes() * 3;
+        assertTrue(store.put(prefix + "big", pattern(n, 4), PutOptions.DEFAULT));
+        MemorySegment dst = arena.allocate(n);
+        assertEquals(n, store.getInto(prefix + "big", dst));
+        assertPattern(dst, n, 4);
+        store.register(dst);
+        store.unregister(dst);
     }
 
     @Test
-    void gettingAnObjectLargerThanASlotIntoUnregisteredMemoryIsTooLarge() {
+    void heapValuesLargerThanASlotAreTooLargeAndNothingIsRemoved() {
+        assertTrue(store.put(prefix + "x", pattern(10, 1), PutOptions.DEFAULT));
+        int n = (int) store.config().stagingSlotBytes() + 1;
+        KVException e = assertThrows(KVException.class,
+                () -> store.put(prefix + "x", MemorySegment.ofArray(new byte[n]), PutOptions.DEFAULT));
+        assertEquals(ErrorCode.VALUE_TOO_LARGE, e.code());
+        assertTrue(e.hint().contains("register"), e.hint());
+        assertEquals(10, store.size(prefix + "x"));
+    }
+
+    @Test
+    void valuesBeyondTheLocalBufferNeedRegisteredMemory() {
+        try (MooncakeStore tight = target.open(storeMaster(), "&buffer=2MiB")) {
+            int n = 3 << 20;
+            MemorySegment v = arena.allocate(n);
+            assertEquals(ErrorCode.VALUE_TOO_LARGE, assertThrows(KVException.class,
+                    () -> tight.put(prefix + "v", v, PutOptions.DEFAULT)).code());
+            tight.register(v);
+            assertTrue(tight.put(prefix + "v", v, PutOptions.DEFAULT));
+            tight.unregister(v);
+        }
+    }
+
+    @Test
+    void gettingAnObjectLargerThanASlotIntoHeapMemoryIsTooLarge() {
         int n = (int) store.config().stagingSlotBytes() * 2;
-        MemorySegment region = arena.allocate(n, 4096);
-        store.register(region);
-        assertTrue(store.put(prefix + "big", region, PutOptions.DEFAULT));
-        store.unregister(region);
-        KVException e = assertThrows(KVException.class, () -> store.getInto(prefix + "big", arena.allocate(n)));
+        assertTrue(store.put(prefix + "big", pattern(n, 2), PutOptions.DEFAULT));
+        KVException e = assertThrows(KVException.class,
+                () -> store.getInto(prefix + "big", MemorySegment.ofArray(new byte[n])));
         assertEquals(ErrorCode.VALUE_TOO_LARGE, e.code());
         assertTrue(GetResult.isTooSmall(store.getInto(prefix + "big", arena.allocate(16))));
+    }
+
+    @Test
+    void emptyValuesRoundTripAndARealOneByteValueLaterIsNotMistakenForEmpty() {
+        assertTrue(store.put(prefix + "e", arena.allocate(0), PutOptions.DEFAULT));
+        assertEquals(0, store.size(prefix + "e"));
+        assertTrue(store.exists(prefix + "e"));
+        assertEquals(0, store.getInto(prefix + "e", arena.allocate(0)));
+        assertEquals(0, store.getInto(prefix + "e", arena.allocate(8)));
+        MemorySegment one = pattern(1, 3);
+        assertTrue(store.put(prefix + "e", one, PutOptions.DEFAULT));
+        assertEquals(1, store.size(prefix + "e"));
+        MemorySegment dst = arena.allocate(4);
+        assertEquals(1, store.getInto(prefix + "e", dst));
+        assertPattern(dst, 1, 3);
+        assertTrue(store.put(prefix + "e", arena.allocate(0), PutOptions.DEFAULT));
+        long[] results = new long[1];
+        store.getIntoBatch(new String[] {prefix + "e"}, new MemorySegment[] {arena.allocate(4)}, 1, results);
+        assertEquals(0, results[0]);
     }
 
     @Test
@@ -286,9 +329,7 @@ class MooncakeStoreTest {
     }
 
     @Test
-    void emptyValuesAndBadKeysAreInvalidArguments() {
-        assertEquals(ErrorCode.INVALID_ARGUMENT, assertThrows(KVException.class,
-                () -> store.put(prefix + "e", arena.allocate(0), PutOptions.DEFAULT)).code());
+    void badKeysAreInvalidArguments() {
         assertEquals(ErrorCode.INVALID_ARGUMENT, assertThrows(KVException.class,
                 () -> store.put("", pattern(1, 1), PutOptions.DEFAULT)).code());
         assertEquals(ErrorCode.INVALID_ARGUMENT, assertThrows(KVException.class,
