@@ -96,15 +96,13 @@ public final class MooncakeStore implements KVStore, RegisteredMemory {
         this.config = config;
         this.uri = uri;
         this.lib = lib;
-        MemorySegment raw = lib.create();
-        if (raw.equals(MemorySegment.NULL)) {
-            throw KVException.of(ErrorCode.INTERNAL, "mooncake_store_create returned NULL").store(uri)
-                    .operation("open").hint("the native client could not allocate itself; check memory").build();
-        }
         clientArena = Arena.ofShared();
-        // Closing the arena destroys the native client: it cannot outlive the store, nor be destroyed twice.
-        client = raw.reinterpret(clientArena, lib::destroy);
+        client = lib.createOwnedBy(clientArena);
         try {
+            if (client.equals(MemorySegment.NULL)) {
+                throw KVException.of(ErrorCode.INTERNAL, "mooncake_store_create returned NULL").store(uri)
+                        .operation("open").hint("the native client could not allocate itself; check memory").build();
+            }
             int rc = lib.setup(client, config.localHostname(), config.metadataServer(), config.globalSegmentBytes(),
                     config.localBufferBytes(), config.protocol(), config.deviceName(), config.masterServerAddress());
             if (rc != 0) {

@@ -208,6 +208,18 @@ public final class MooncakeStoreLibrary {
         }
     }
 
+    /**
+     * {@code mooncake_store_create()} with the handle tied to {@code owner}: closing the arena destroys the client,
+     * so it can neither outlive its owner nor be destroyed twice.
+     *
+     * @return the handle, or {@link MemorySegment#NULL} when create fails
+     */
+    @SuppressWarnings("restricted")
+    public MemorySegment createOwnedBy(Arena owner) {
+        MemorySegment raw = create();
+        return raw.equals(MemorySegment.NULL) ? raw : raw.reinterpret(owner, this::destroy);
+    }
+
     /** {@code mooncake_store_destroy(s)}: tears the client down and unmounts its segment; accepts NULL. */
     public void destroy(MemorySegment store) {
         try {

@@ -37,7 +37,7 @@ class MooncakeStoreLibraryTest {
         lib = MooncakeStoreLibrary.load(new MooncakeLibraryLocation(Path.of(target.library()), "lib", "test"));
         store = lib.create();
         assertNotEquals(MemorySegment.NULL, store);
-        assertEquals(0, lib.setup(store, "127.0.0.1", target.metadata(), 64L << 20, 16L << 20, "tcp", "",
+        assertEquals(0, lib.setup(store, target.localHostname(), target.metadata(), 64L << 20, 16L << 20, "tcp", "",
                 target.freshMaster()));
         arena = Arena.ofConfined();
         buffer = arena.allocate(1 << 20, 4096);

@@ -14,7 +14,7 @@ import org.junit.jupiter.api.Assumptions;
  * What the Mooncake tests run against: the native test double (libmooncake_store_double.so, built by the native
  * module) by default, or a real libmooncake_store.so and master when the environment names them:
  * {@code MOONCAKE_STORE_LIB} and {@code MOONCAKE_MASTER} ({@code host:port}), optionally {@code MOONCAKE_METADATA}
- * (default {@code P2PHANDSHAKE}).
+ * (default {@code P2PHANDSHAKE}) and {@code MOONCAKE_LOCAL_HOSTNAME} (default {@code 127.0.0.1}).
  *
  * <p>When neither is available the tests abort with the reason, or fail when {@code CI=true}: CI must build the
  * double.
@@ -27,12 +27,15 @@ final class MooncakeTestTarget {
     private final String library;
     private final String master;
     private final String metadata;
+    private final String localHostname;
 
-    private MooncakeTestTarget(boolean isDouble, String library, String master, String metadata) {
+    private MooncakeTestTarget(boolean isDouble, String library, String master, String metadata,
+                               String localHostname) {
         this.isDouble = isDouble;
         this.library = library;
         this.master = master;
         this.metadata = metadata;
+        this.localHostname = localHostname;
     }
 
     /** The target, or an aborted (locally) / failed (CI) test when there is none. */
@@ -42,7 +45,8 @@ final class MooncakeTestTarget {
         String realMaster = env.get("MOONCAKE_MASTER");
         if (realLib != null && !realLib.isBlank() && realMaster != null && !realMaster.isBlank()) {
             String md = env.getOrDefault("MOONCAKE_METADATA", "P2PHANDSHAKE");
-            return new MooncakeTestTarget(false, realLib, realMaster, md);
+            return new MooncakeTestTarget(false, realLib, realMaster, md,
+                    env.getOrDefault("MOONCAKE_LOCAL_HOSTNAME", "127.0.0.1"));
         }
         String dbl = System.getProperty(DOUBLE_PROPERTY);
         if (dbl == null || !Files.isRegularFile(Path.of(dbl))) {
@@ -55,7 +59,7 @@ final class MooncakeTestTarget {
             Assumptions.abort(why);
         }
         return new MooncakeTestTarget(true, Path.of(dbl).toAbsolutePath().normalize().toString(), null,
-                "P2PHANDSHAKE");
+                "P2PHANDSHAKE", "127.0.0.1");
     }
 
     /** Whether this is the test double (whose pool size, leases and strictness tests may rely on). */
@@ -79,11 +83,15 @@ final class MooncakeTestTarget {
         return metadata;
     }
 
+    String localHostname() {
+        return localHostname;
+    }
+
     /** A URI for a store on {@code master} with small staging; {@code extra} options ({@code &a=b}) override. */
     String uri(String master, String extra) {
         Map<String, String> options = new LinkedHashMap<>();
         options.put("metadata", metadata);
-        options.put("local_hostname", "127.0.0.1");
+        options.put("local_hostname", localHostname);
         options.put("library", library);
         options.put("segment", "64MiB");
         options.put("buffer", "16MiB");
