@@ -22,6 +22,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -72,6 +73,7 @@ public final class MooncakeStore implements KVStore, RegisteredMemory {
     private static final long MAX_BACKOFF_MILLIS = 1000;
     private static final long MAX_LEASE_POLL_MILLIS = 50;
     private static final long CLOSE_DRAIN_MILLIS = 30_000;
+    private static final long CLOSE_POLL_NANOS = 200_000;
     private static final long STAGING_ALIGNMENT = 4096;
     /** Suffix of the marker object that says a one-byte object stands for an empty value. */
     static final String EMPTY_MARKER_SUFFIX = "#kvc-empty";
@@ -231,7 +233,6 @@ public final class MooncakeStore implements KVStore, RegisteredMemory {
             MemorySegment one = slot[0].asSlice(0, 1);
             if (value.byteSize() == 0) {
                 one.set(ValueLayout.JAVA_BYTE, 0, (byte) 0);
-                lib.remove(client, key + EMPTY_MARKER_SUFFIX, true);
                 putWithRetry(key + EMPTY_MARKER_SUFFIX, one, replication, false);
             } else {
                 int rc = lib.remove(client, key + EMPTY_MARKER_SUFFIX, true);
@@ -359,21 +360,18 @@ public final class MooncakeStore implements KVStore, RegisteredMemory {
                           MooncakeStoreLibrary.Replication replication, boolean[] stored) {
         int staged = 0;
         for (int j = 0; j < n; j++) {
-            if (!isRegistered(values[index[j]])) {
-                staged++;
-            }
+            MemorySegment v = values[index[j]];
+            sizes[j] = v.byteSize();
+            bufs[j] = isRegistered(v) ? v : null;
+            staged += bufs[j] == null ? 1 : 0;
         }
         pool.acquire(slots, staged, closed::get, uri);
         try {
             int s = 0;
             for (int j = 0; j < n; j++) {
-                MemorySegment v = values[index[j]];
-                sizes[j] = v.byteSize();
-                if (isRegistered(v)) {
-                    bufs[j] = v;
-                } else {
-                    bufs[j] = slots[s++].asSlice(0, v.byteSize());
-                    MemorySegment.copy(v, 0, bufs[j], 0, v.byteSize());
+                if (bufs[j] == null) {
+                    bufs[j] = slots[s++].asSlice(0, sizes[j]);
+                    MemorySegment.copy(values[index[j]], 0, bufs[j], 0, sizes[j]);
                 }
             }
             int rc = lib.batchPutFrom(client, chunkKeys, bufs, sizes, n, replication, results);
@@ -413,22 +411,18 @@ public final class MooncakeStore implements KVStore, RegisteredMemory {
                 int n = Math.min(chunk, count - start);
                 int staged = 0;
                 for (int j = 0; j < n; j++) {
-                    if (!isRegistered(dsts[start + j])) {
-                        staged++;
-                    }
+                    MemorySegment dst = dsts[start + j];
+                    chunkKeys[j] = keys[start + j];
+                    bufs[j] = isRegistered(dst) ? dst : null;
+                    sizes[j] = bufs[j] != null ? dst.byteSize() : Math.min(dst.byteSize(), pool.slotBytes());
+                    staged += bufs[j] == null ? 1 : 0;
                 }
                 pool.acquire(slots, staged, closed::get, uri);
                 try {
                     int s = 0;
                     for (int j = 0; j < n; j++) {
-                        MemorySegment dst = dsts[start + j];
-                        chunkKeys[j] = keys[start + j];
-                        if (isRegistered(dst)) {
-                            bufs[j] = dst;
-                            sizes[j] = dst.byteSize();
-                        } else {
+                        if (bufs[j] == null) {
                             bufs[j] = slots[s++];
-                            sizes[j] = Math.min(dst.byteSize(), pool.slotBytes());
                         }
                     }
                     int rc = lib.batchGetInto(client, chunkKeys, bufs, sizes, n, out);
@@ -589,8 +583,7 @@ public final class MooncakeStore implements KVStore, RegisteredMemory {
                         inFlight.get(), CLOSE_DRAIN_MILLIS);
                 return;
             }
-            Thread.onSpinWait();
-            Thread.yield();
+            LockSupport.parkNanos(CLOSE_POLL_NANOS);
         }
         for (Long address : callerRanges.keySet()) {
             unregisterQuietly(address);
