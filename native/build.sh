@@ -13,3 +13,4 @@ if ! command -v "${CC:-cc}" >/dev/null 2>&1 && ! command -v gcc >/dev/null 2>&1;
 fi
 cmake -S "$here" -B "$here/target/cmake" -DCMAKE_BUILD_TYPE=Release
 cmake --build "$here/target/cmake" --parallel 2
+(cd "$here/target/cmake" && ctest --output-on-failure)
