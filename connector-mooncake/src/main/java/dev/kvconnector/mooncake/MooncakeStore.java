@@ -521,11 +521,12 @@ public final class MooncakeStore implements KVStore, RegisteredMemory {
             if (rc != 0) {
                 String range = describe(segment.address(), segment.byteSize());
                 Map.Entry<Long, Long> other = overlapping(segment.address(), segment.byteSize());
-                String detail = other != null ? range + " overlaps the registered " + describe(other.getKey(),
-                        other.getValue()) : range + " was refused";
-                throw KVException.of(rc == RC_INVALID_PARAMS ? ErrorCode.INVALID_ARGUMENT
-                                : MooncakeStatus.of(rc) != null ? MooncakeStatus.of(rc).errorCode() : ErrorCode.STORE_ERROR,
-                                detail + " (" + MooncakeStatus.describe(rc) + ")")
+                if (other == null && rc != RC_INVALID_PARAMS) {
+                    throw MooncakeStatus.toException(rc, uri, "register", null, range);
+                }
+                throw KVException.of(ErrorCode.INVALID_ARGUMENT, (other != null ? range + " overlaps the registered "
+                                + describe(other.getKey(), other.getValue()) : range + " was refused")
+                                + " (" + MooncakeStatus.describe(rc) + ")")
                         .store(uri).operation("register").nativeCode(rc)
                         .hint("register each range once and never overlapping ranges; unregister before "
                                 + "re-registering").build();
@@ -798,9 +799,14 @@ public final class MooncakeStore implements KVStore, RegisteredMemory {
     }
 
     private String setupContext() {
-        return "master " + config.masterServerAddress() + ", metadata " + config.metadataServer()
+        return "master " + config.masterServerAddress() + ", metadata " + withoutPassword(config.metadataServer())
                 + ", local_hostname " + config.localHostname() + ", protocol " + config.protocol()
                 + (config.deviceName().isEmpty() ? "" : ", device " + config.deviceName());
+    }
+
+    /** A metadata address such as {@code redis://user:secret@h:6379} may carry a password: never show it. */
+    static String withoutPassword(String address) {
+        return address.replaceAll("//([^:/@]*):[^@/]*@", "//$1:***@");
     }
 
     private static String describe(long address, long length) {

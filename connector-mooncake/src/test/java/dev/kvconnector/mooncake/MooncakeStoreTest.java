@@ -469,6 +469,12 @@ class MooncakeStoreTest {
         assertTrue(e.hint().contains("local_hostname 127.0.0.1:0") && e.hint().contains("master "), e.hint());
     }
 
+    @Test
+    void passwordsInTheMetadataAddressNeverReachMessages() {
+        assertEquals("redis://u:***@h:6379", MooncakeStore.withoutPassword("redis://u:secret@h:6379"));
+        assertEquals("http://h:8080/metadata", MooncakeStore.withoutPassword("http://h:8080/metadata"));
+    }
+
     private String storeMaster() {
         return store.config().masterServerAddress();
     }
