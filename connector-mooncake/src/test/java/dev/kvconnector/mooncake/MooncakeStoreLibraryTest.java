@@ -300,12 +300,13 @@ class MooncakeStoreLibraryTest {
     }
 
     @Test
-    void theDoubleAnswersCallsBeforeSetupWith601AndInitAllWith1012() {
+    void theDoubleAnswersCallsBeforeSetupWith601InitAllWith1012AndEmptyKeysWith400() {
         assumeTrue(target.isDouble(), "behaviour of the double only");
         MemorySegment fresh = lib.create();
         try {
             assertEquals(-601, lib.getSize(fresh, "k"));
             assertEquals(-1012, lib.initAll(fresh, "tcp", "", 1 << 20));
+            assertEquals(-400, lib.putFrom(store, "", fill(0, 8, 1), 8, ONE));
         } finally {
             lib.destroy(fresh);
         }
