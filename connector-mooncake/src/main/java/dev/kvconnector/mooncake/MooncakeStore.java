@@ -666,17 +666,23 @@ public final class MooncakeStore implements KVStore, RegisteredMemory {
                     .hint("register the destination memory (RegisteredMemory.register) for zero copy, or raise "
                             + "staging= / lower staging-slots=").build();
         }
+        long r;
         try {
-            long r = lib.getInto(client, key, dst, dst.byteSize());
-            return r >= 0 ? r : r == RC_OBJECT_NOT_FOUND ? GetResult.MISS
-                    : r == RC_INVALID_PARAMS ? GetResult.tooSmall(lib.getSize(client, key))
-                    : throwGet(key, r);
+            r = lib.getInto(client, key, dst, dst.byteSize());
         } finally {
-            lib.unregisterBuffer(client, dst);
+            unregisterQuietly(dst.address());
         }
-    }
-
-    private long throwGet(String key, long r) {
+        if (r >= 0) {
+            return r;
+        }
+        if (r == RC_OBJECT_NOT_FOUND || r == RC_REPLICA_NOT_READY) {
+            return GetResult.MISS;
+        }
+        if (r == RC_INVALID_PARAMS) {
+            // The object was replaced by a larger one between the size check and this call.
+            long now = sizeOrMiss(key, "getInto");
+            return now < 0 ? GetResult.MISS : GetResult.tooSmall(now);
+        }
         throw MooncakeStatus.toException(r, uri, "getInto", key, masterContext(r));
     }
 
