@@ -48,6 +48,9 @@ import org.slf4j.LoggerFactory;
  *   <li>{@code block}: allocation unit in bytes (default 4 KiB; a power of two from 64 B to 16 MiB). Each value
  *       takes whole blocks.</li>
  *   <li>{@code ttl}: time to live of puts that carry none (default 0, forever).</li>
+ *   <li>{@code eviction}: {@code lru} (default; approximated by CLOCK) evicts committed entries to make room;
+ *       {@code refuse} fails such puts with {@code STORE_FULL} instead. A setting of this process's puts, not of
+ *       the file.</li>
  *   <li>{@code lock-timeout}: how long a call waits for the store lock held by a live process before it fails
  *       with {@code TIMEOUT} (default 30 s); a dead holder is taken over within milliseconds.</li>
  * </ul>
@@ -101,7 +104,8 @@ public final class ShmStore implements KVStore {
     private static final long PUT_PAUSE_MS = Long.getLong(PROP_PUT_PAUSE_MS, 0);
     private static final long GET_PAUSE_MS = Long.getLong(PROP_GET_PAUSE_MS, 0);
     private static final long LOCK_PAUSE_MS = Long.getLong(PROP_LOCK_PAUSE_MS, 0);
-    private static final Set<String> OPTIONS = Set.of("capacity", "dir", "entries", "block", "ttl", "lock-timeout");
+    private static final Set<String> OPTIONS =
+            Set.of("capacity", "dir", "entries", "block", "ttl", "lock-timeout", "eviction");
     private static final long DEFAULT_LOCK_TIMEOUT_MS = 30_000;
     private static final Pattern NAME = Pattern.compile("[A-Za-z0-9._-]{1,200}");
     private static final Set<StoreCapability> CAPABILITIES =
@@ -124,12 +128,13 @@ public final class ShmStore implements KVStore {
     private final ShmLayout lay;
     private final long defaultTtlMillis;
     private final long lockTimeoutMillis;
+    private final boolean evictLive;
     private final int procSlot;
     private final AtomicBoolean closed = new AtomicBoolean();
     private final LongAdder inFlight = new LongAdder();
 
     private ShmStore(String uri, Path path, Arena arena, MemorySegment map, ShmLayout lay, long defaultTtlMillis,
-                     long lockTimeoutMillis, int procSlot) {
+                     long lockTimeoutMillis, boolean evictLive, int procSlot) {
         this.uri = uri;
         this.path = path;
         this.arena = arena;
@@ -137,6 +142,7 @@ public final class ShmStore implements KVStore {
         this.lay = lay;
         this.defaultTtlMillis = defaultTtlMillis;
         this.lockTimeoutMillis = lockTimeoutMillis;
+        this.evictLive = evictLive;
         this.procSlot = procSlot;
     }
 
@@ -165,6 +171,12 @@ public final class ShmStore implements KVStore {
                 ? Math.clamp(capacity / (64 << 10), 1024, MAX_ENTRIES) : uri.intParam("entries", 0);
         long ttl = uri.durationMillisParam("ttl", 0);
         long lockTimeout = Math.max(1, uri.durationMillisParam("lock-timeout", DEFAULT_LOCK_TIMEOUT_MS));
+        String eviction = uri.params().getOrDefault("eviction", "lru");
+        if (!eviction.equals("lru") && !eviction.equals("refuse")) {
+            throw KVException.of(ErrorCode.INVALID_URI, "eviction=" + eviction + " is neither lru nor refuse")
+                    .store(masked).operation("open").build();
+        }
+        boolean evictLive = eviction.equals("lru");
         ShmLayout wanted = ShmLayout.of(capacity, block, entries);
         if (wanted == null) {
             throw KVException.of(ErrorCode.INVALID_URI, "sizes out of range: capacity=" + capacity + " bytes, block="
@@ -189,7 +201,7 @@ public final class ShmStore implements KVStore {
             ShmLayout lay = validate(path, map, masked);
             checkWanted(uri, lay, wanted, path, masked);
             int slot = claimProcSlot(map, lay, path, masked);
-            ShmStore store = new ShmStore(masked, path, arena, map, lay, ttl, lockTimeout, slot);
+            ShmStore store = new ShmStore(masked, path, arena, map, lay, ttl, lockTimeout, evictLive, slot);
             store.lock();
             try {
                 store.reap();
@@ -1055,9 +1067,10 @@ public final class ShmStore implements KVStore {
             }
             throw KVException.of(ErrorCode.STORE_FULL, (e < 0 ? "all " + lay.entryCount() + " entries are in use"
                     : "no run of " + blocks + " free blocks of " + lay.blockSize() + " bytes")
-                    + " and nothing can be evicted: every entry is being written or read").store(uri)
-                    .operation("put").key(key)
-                    .hint("retry; or raise capacity= / entries= (delete the store file first)").build();
+                    + (evictLive ? " and nothing can be evicted: every entry is being written or read"
+                    : " and eviction=refuse is set")).store(uri).operation("put").key(key)
+                    .hint(evictLive ? "retry; or raise capacity= / entries= (delete the store file first)"
+                            : "remove entries, or raise capacity= / entries= (delete the store file first)").build();
         }
     }
 
@@ -1164,7 +1177,10 @@ public final class ShmStore implements KVStore {
         return true;
     }
 
-    /** Advances the CLOCK hand until one entry's space is freed; false when a full double sweep frees nothing. */
+    /**
+     * Advances the CLOCK hand until one entry's space is freed; false when a full double sweep frees nothing. With
+     * {@code eviction=refuse} only dead, expired and removed entries are freed.
+     */
     private boolean evictOne(long now) {
         int mark = watermark();
         if (mark == 0) {
@@ -1189,7 +1205,11 @@ public final class ShmStore implements KVStore {
                     }
                 }
                 case COMMITTED -> {
-                    if (!expired(e, now) && map.get(ValueLayout.JAVA_INT, eo + E_REFERENCED) != 0) {
+                    boolean expired = expired(e, now);
+                    if (!expired && !evictLive) {
+                        continue;
+                    }
+                    if (!expired && map.get(ValueLayout.JAVA_INT, eo + E_REFERENCED) != 0) {
                         map.set(ValueLayout.JAVA_INT, eo + E_REFERENCED, 0);
                     } else if (!leased(e)) {
                         unindex(e);

@@ -224,6 +224,24 @@ class ShmStoreTest {
     }
 
     @Test
+    void evictionRefuseFailsPutsWithStoreFullAndKeepsEveryEntry() throws InterruptedException {
+        ShmStore s = open("a", "capacity=64KiB&block=4KiB&eviction=refuse");
+        for (int i = 0; i < 16; i++) {
+            assertTrue(s.put("k" + i, pattern(4096, i), PutOptions.DEFAULT.withTtlMillis(i == 0 ? 50 : 0)));
+        }
+        KVException e = assertKv(ErrorCode.STORE_FULL, () -> s.put("more", pattern(8192, 99), PutOptions.DEFAULT));
+        assertTrue(e.getMessage().contains("eviction=refuse"), e.getMessage());
+        for (int i = 0; i < 16; i++) {
+            assertTrue(s.exists("k" + i), "k" + i);
+        }
+        assertTrue(s.remove("k1"));
+        assertTrue(s.put("one-block", pattern(4096, 100), PutOptions.DEFAULT), "removal makes room");
+        Thread.sleep(100);
+        assertTrue(s.put("after-ttl", pattern(4096, 101), PutOptions.DEFAULT), "expired entries are reclaimed");
+        assertKv(ErrorCode.INVALID_URI, () -> open("b", "eviction=fifo"));
+    }
+
+    @Test
     void entryTableLimitEvictsToo() {
         ShmStore s = open("a", "capacity=1MiB&entries=16");
         for (int i = 0; i < 100; i++) {
