@@ -881,7 +881,7 @@ public final class ShmStore implements KVStore {
             return;
         }
         long held = (long) LONG.get(map, k.leaseOffset);
-        LONG.setRelease(map, k.leaseOffset, 0L);
+        LONG.setVolatile(map, k.leaseOffset, 0L);
         k.leaseOffset = -1;
         if (held > 0) {
             int e = (int) (held - 1);
@@ -994,8 +994,17 @@ public final class ShmStore implements KVStore {
         return (long) LONG.get(map, off);
     }
 
+    /** Writes a shared word under the lock; the lock's release publishes it. */
     private void header(long off, long v) {
-        LONG.setVolatile(map, off, v);
+        LONG.setRelease(map, off, v);
+    }
+
+    /**
+     * The index epoch is a seqlock for lock-free readers: fully fenced, so slot writes never move before the odd
+     * value or after the even one.
+     */
+    private void epoch(long v) {
+        LONG.setVolatile(map, H_INDEX_EPOCH, v);
     }
 
     private int state(int e) {
@@ -1006,7 +1015,12 @@ public final class ShmStore implements KVStore {
         long eo = lay.entry(e);
         long w = (long) LONG.get(map, eo + E_STATE);
         long gen = state == WRITING ? (w >>> 8) + 1 : w >>> 8;
-        LONG.setVolatile(map, eo + E_STATE, gen << 8 | state);
+        if (state == RETIRED) {
+            // Dekker with the last reader out: it clears its lease and then reads the state, we do the reverse.
+            LONG.setVolatile(map, eo + E_STATE, gen << 8 | state);
+        } else {
+            LONG.setRelease(map, eo + E_STATE, gen << 8 | state);
+        }
     }
 
     private boolean expired(int e, long now) {
@@ -1341,7 +1355,7 @@ public final class ShmStore implements KVStore {
     /** Drops tombstones: clears the index and re-inserts every committed entry, under an odd epoch. */
     private void rebuildIndex() {
         long epoch = header(H_INDEX_EPOCH);
-        header(H_INDEX_EPOCH, (epoch | 1) == epoch ? epoch + 2 : epoch + 1);
+        epoch((epoch & 1) == 1 ? epoch + 2 : epoch + 1);
         map.asSlice(lay.indexOffset(), lay.slotCount() * 8).fill((byte) 0);
         header(H_USED_SLOTS, 0);
         header(H_TOMBSTONES, 0);
@@ -1355,7 +1369,7 @@ public final class ShmStore implements KVStore {
             }
         }
         header(H_LIVE_ENTRIES, live);
-        header(H_INDEX_EPOCH, header(H_INDEX_EPOCH) + 1);
+        epoch(header(H_INDEX_EPOCH) + 1);
     }
 
     private void rawInsert(long hash, long word) {
@@ -1392,7 +1406,7 @@ public final class ShmStore implements KVStore {
      */
     private void rebuild() {
         long epoch = header(H_INDEX_EPOCH);
-        header(H_INDEX_EPOCH, (epoch & 1) == 1 ? epoch : epoch + 1);
+        epoch((epoch & 1) == 1 ? epoch : epoch + 1);
         map.asSlice(lay.bitmapOffset(), lay.procOffset() - lay.bitmapOffset()).fill((byte) 0);
         markTailBlocksUsed(map, lay);
         map.asSlice(lay.indexOffset(), lay.slotCount() * 8).fill((byte) 0);
@@ -1448,7 +1462,7 @@ public final class ShmStore implements KVStore {
         header(H_USED_BLOCKS, used);
         header(H_LIVE_ENTRIES, live);
         header(H_RETIRED_ENTRIES, retired);
-        header(H_INDEX_EPOCH, header(H_INDEX_EPOCH) + 1);
+        epoch(header(H_INDEX_EPOCH) + 1);
     }
 
     /** An indexed entry with the same key as {@code e}, or -1. */

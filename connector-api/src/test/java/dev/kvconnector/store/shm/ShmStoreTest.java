@@ -141,10 +141,10 @@ class ShmStoreTest {
     void entriesExpireAfterTheirTtlAndTheirSpaceIsReclaimed() throws InterruptedException {
         ShmStore s = open("a", "capacity=1MiB");
         long free = s.freeBytes();
-        s.put("short", pattern(4096, 1), PutOptions.DEFAULT.withTtlMillis(50));
+        s.put("short", pattern(4096, 1), PutOptions.DEFAULT.withTtlMillis(400));
         s.put("long", pattern(4096, 2), PutOptions.DEFAULT.withTtlMillis(60_000));
         assertTrue(s.exists("short"));
-        Thread.sleep(120);
+        Thread.sleep(500);
         assertEquals(GetResult.MISS, s.getInto("short", arena.allocate(4096)));
         assertFalse(s.exists("short"));
         assertTrue(s.exists("long"));
@@ -226,17 +226,21 @@ class ShmStoreTest {
     @Test
     void evictionRefuseFailsPutsWithStoreFullAndKeepsEveryEntry() throws InterruptedException {
         ShmStore s = open("a", "capacity=64KiB&block=4KiB&eviction=refuse");
-        for (int i = 0; i < 16; i++) {
-            assertTrue(s.put("k" + i, pattern(4096, i), PutOptions.DEFAULT.withTtlMillis(i == 0 ? 50 : 0)));
+        for (int i = 0; i < 15; i++) {
+            assertTrue(s.put("k" + i, pattern(4096, i), PutOptions.DEFAULT));
         }
+        assertTrue(s.put("short", pattern(4096, 15), PutOptions.DEFAULT.withTtlMillis(300)));
         KVException e = assertKv(ErrorCode.STORE_FULL, () -> s.put("more", pattern(8192, 99), PutOptions.DEFAULT));
         assertTrue(e.getMessage().contains("eviction=refuse"), e.getMessage());
-        for (int i = 0; i < 16; i++) {
+        for (int i = 0; i < 15; i++) {
             assertTrue(s.exists("k" + i), "k" + i);
         }
         assertTrue(s.remove("k1"));
         assertTrue(s.put("one-block", pattern(4096, 100), PutOptions.DEFAULT), "removal makes room");
-        Thread.sleep(100);
+        long deadline = System.nanoTime() + 5_000_000_000L;
+        while (s.exists("short") && System.nanoTime() < deadline) {
+            Thread.sleep(20);
+        }
         assertTrue(s.put("after-ttl", pattern(4096, 101), PutOptions.DEFAULT), "expired entries are reclaimed");
         assertKv(ErrorCode.INVALID_URI, () -> open("b", "eviction=fifo"));
     }
