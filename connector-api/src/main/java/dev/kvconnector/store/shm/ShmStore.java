@@ -194,27 +194,32 @@ public final class ShmStore implements KVStore {
         if (!Files.exists(path, LinkOption.NOFOLLOW_LINKS)) {
             create(path, wanted, masked);
         }
-        MemorySegment map = null;
         Arena arena = Arena.ofShared();
+        ShmStore store;
         try {
-            map = mapExisting(path, arena, masked);
+            MemorySegment map = mapExisting(path, arena, masked);
             ShmLayout lay = validate(path, map, masked);
             checkWanted(uri, lay, wanted, path, masked);
             int slot = claimProcSlot(map, lay, path, masked);
-            ShmStore store = new ShmStore(masked, path, arena, map, lay, ttl, lockTimeout, evictLive, slot);
+            store = new ShmStore(masked, path, arena, map, lay, ttl, lockTimeout, evictLive, slot);
+        } catch (RuntimeException e) {
+            arena.close();
+            throw e;
+        }
+        try {
             store.lock();
             try {
                 store.reap();
             } finally {
                 store.unlock();
             }
-            LOG.debug("opened {} at {}: {} bytes in {} blocks, {} entries", masked, path, lay.capacity(),
-                    lay.blockCount(), lay.entryCount());
-            return store;
         } catch (RuntimeException e) {
-            arena.close();
+            store.close();
             throw e;
         }
+        LOG.debug("opened {} at {}: {} bytes in {} blocks, {} entries", masked, path, store.lay.capacity(),
+                store.lay.blockCount(), store.lay.entryCount());
+        return store;
     }
 
     private static void create(Path path, ShmLayout lay, String uri) {
