@@ -71,6 +71,7 @@ public final class LmCacheServer implements AutoCloseable {
     private final Object lifecycle = new Object();
     private ServerSocketChannel listener;
     private Thread acceptor;
+    private volatile int boundPort = -1;
     private volatile boolean running;
     private boolean stopped;
 
@@ -111,6 +112,13 @@ public final class LmCacheServer implements AutoCloseable {
                                 + "port")
                         .cause(e).build();
             }
+            try {
+                boundPort = ((InetSocketAddress) listener.getLocalAddress()).getPort();
+            } catch (IOException e) {
+                closeQuietly(listener);
+                throw KVException.of(ErrorCode.IO_ERROR, "cannot read the bound port of " + host + ":"
+                        + requestedPort).operation("lmserver start").cause(e).build();
+            }
             running = true;
             acceptor = Thread.ofVirtual().name("lmserver-accept-" + boundPort()).start(this::acceptLoop);
             LOG.info("LMCache {} server listening on {}:{}, capacity {} bytes", protocol.label(), host, boundPort(),
@@ -121,16 +129,7 @@ public final class LmCacheServer implements AutoCloseable {
 
     /** The port the server listens on (the chosen one when built with port 0); -1 before start. */
     public int boundPort() {
-        synchronized (lifecycle) {
-            if (listener == null || !listener.isOpen()) {
-                return -1;
-            }
-            try {
-                return ((InetSocketAddress) listener.getLocalAddress()).getPort();
-            } catch (IOException e) {
-                return -1;
-            }
-        }
+        return boundPort;
     }
 
     /** The bind address. */
@@ -196,7 +195,7 @@ public final class LmCacheServer implements AutoCloseable {
             join(t);
         }
         cache.clear();
-        LOG.info("LMCache {} server on {}:{} stopped", protocol.label(), host, requestedPort);
+        LOG.info("LMCache {} server on {}:{} stopped", protocol.label(), host, boundPort);
     }
 
     /** Same as {@link #stop()}. */
@@ -212,7 +211,7 @@ public final class LmCacheServer implements AutoCloseable {
                 ch = listener.accept();
             } catch (IOException e) {
                 if (running) {
-                    LOG.warn("LMCache server on {}:{} stopped accepting: {}", host, requestedPort, e.toString());
+                    LOG.warn("LMCache server on {}:{} stopped accepting: {}", host, boundPort, e.toString());
                 }
                 return;
             }
