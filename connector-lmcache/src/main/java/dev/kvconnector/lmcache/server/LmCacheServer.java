@@ -28,9 +28,9 @@ import org.slf4j.LoggerFactory;
  * An LMCache-protocol server speaking one protocol version (v0 or v1), embeddable in tests and tools, and the
  * engine behind {@code kvctl lmserver}.
  *
- * <p>Values live off-heap in memory from the C library's malloc (see {@code NativeHeap} for why), bounded by a
- * capacity in bytes with least-recently-used eviction. Each connection gets one virtual thread that handles its
- * requests in order, as the Python servers do. Behaviour where the Python servers say nothing or hang:
+ * <p>Values live off-heap in memory from the C library's malloc ({@link dev.kvconnector.memory.NativeMemory};
+ * {@code NativeHeap} says why), bounded by a capacity in bytes with least-recently-used eviction. Each connection
+ * gets one virtual thread that handles its requests in order, as the Python servers do. Behaviour where the Python servers say nothing or hang:
  * <ul>
  *   <li>PUT never replies (both versions, as in LMCache). A PUT larger than the capacity, or one that cannot get
  *       memory, is read and dropped with a warning: a later GET or EXIST of its key misses.</li>

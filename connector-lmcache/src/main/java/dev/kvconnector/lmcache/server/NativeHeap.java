@@ -2,86 +2,46 @@ package dev.kvconnector.lmcache.server;
 
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
-import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
+import dev.kvconnector.memory.NativeMemory;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
-import java.lang.invoke.MethodHandle;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * Off-heap value memory from the C library's {@code malloc} and {@code free}, bound once through FFM.
+ * One server's share of {@link NativeMemory} (the C library's malloc), counted so that a server can report, and
+ * tests can check, what it still holds.
  *
  * <p>Why malloc rather than arenas or slabs: values range from kilobytes to gigabytes and live until evicted in
  * any order. An arena per value is the cost the project forbids (a shared arena's close is a global handshake),
  * and a slab allocator would need its own fragmentation handling for such sizes. glibc's malloc is thread-safe,
- * costs well under a microsecond for small blocks, and serves large blocks with {@code mmap}, so an evicted
- * large value goes straight back to the operating system.
+ * reuses freed blocks, and serves large blocks with {@code mmap}, so an evicted large value goes straight back to
+ * the operating system.
  */
 final class NativeHeap {
     private final AtomicLong bytesInUse = new AtomicLong();
 
-    /**
-     * Allocates {@code bytes} (> 0) of uninitialized native memory, or returns null when malloc fails.
-     * The segment has global scope: only {@link #free} releases it.
-     */
-    @SuppressWarnings("restricted")
+    /** Allocates {@code bytes} (> 0) of unzeroed native memory, or returns null when malloc fails. */
     MemorySegment allocate(long bytes) {
-        MemorySegment raw;
+        MemorySegment segment;
         try {
-            raw = (MemorySegment) Symbols.MALLOC.invokeExact(bytes);
-        } catch (Throwable t) {
-            throw KVException.of(ErrorCode.INTERNAL, "malloc(" + bytes + ") threw").cause(t).build();
-        }
-        if (raw.equals(MemorySegment.NULL)) {
-            return null;
+            segment = NativeMemory.allocate(bytes);
+        } catch (KVException e) {
+            if (e.code() == ErrorCode.STORE_FULL) {
+                return null;
+            }
+            throw e;
         }
         bytesInUse.addAndGet(bytes);
-        return raw.reinterpret(bytes);
+        return segment;
     }
 
     /** Frees a segment returned by {@link #allocate}. */
     void free(MemorySegment segment) {
-        try {
-            Symbols.FREE.invokeExact(segment);
-        } catch (Throwable t) {
-            throw KVException.of(ErrorCode.INTERNAL, "free(" + segment + ") threw").cause(t).build();
-        }
+        NativeMemory.free(segment);
         bytesInUse.addAndGet(-segment.byteSize());
     }
 
     /** Bytes allocated and not yet freed. */
     long bytesInUse() {
         return bytesInUse.get();
-    }
-
-    /** The two symbols, looked up on first use. */
-    private static final class Symbols {
-        static final MethodHandle MALLOC;
-        static final MethodHandle FREE;
-
-        static {
-            Linker linker = Linker.nativeLinker();
-            try {
-                MALLOC = downcall(linker, "malloc", FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.JAVA_LONG));
-                FREE = downcall(linker, "free", FunctionDescriptor.ofVoid(ValueLayout.ADDRESS));
-            } catch (IllegalCallerException e) {
-                throw KVException.of(ErrorCode.NATIVE_LIBRARY_MISSING,
-                                "native access is disabled, so the LMCache server cannot allocate off-heap values")
-                        .hint("run java with --enable-native-access=ALL-UNNAMED").cause(e).build();
-            }
-        }
-
-        @SuppressWarnings("restricted")
-        private static MethodHandle downcall(Linker linker, String name, FunctionDescriptor fd) {
-            MemorySegment symbol = linker.defaultLookup().find(name).orElseThrow(() ->
-                    KVException.of(ErrorCode.NATIVE_LIBRARY_MISSING, "the C library has no '" + name + "' symbol")
-                            .hint("the LMCache server needs a platform whose C library the JVM's default lookup sees")
-                            .build());
-            return linker.downcallHandle(symbol, fd);
-        }
-
-        private Symbols() {
-        }
     }
 }

@@ -166,7 +166,7 @@ class LmProtocolCodecTest {
                 assertThrows(KVException.class, () -> LmProtocolVersion.parse("v2")).code());
     }
 
-    @Property
+    @Property(tries = 300)
     void v1RequestsRoundTrip(@ForAll int command, @ForAll int length, @ForAll int fmt, @ForAll int dtype,
                              @ForAll int location, @ForAll int s0, @ForAll int s1, @ForAll int s2, @ForAll int s3,
                              @ForAll @AlphaChars @NumericChars @StringLength(min = 1, max = 150) String key) {
@@ -182,7 +182,7 @@ class LmProtocolCodecTest {
         assertEquals(key, d.key());
     }
 
-    @Property
+    @Property(tries = 300)
     void v1RepliesRoundTrip(@ForAll int code, @ForAll int length, @ForAll int fmt, @ForAll int dtype,
                             @ForAll int s0, @ForAll int s1, @ForAll int s2, @ForAll int s3, @ForAll int location) {
         LmObjectMeta meta = new LmObjectMeta(fmt, dtype, s0, s1, s2, s3);

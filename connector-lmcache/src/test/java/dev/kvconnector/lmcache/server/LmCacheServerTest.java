@@ -200,8 +200,10 @@ class LmCacheServerTest {
         try (RawLmClient c = new RawLmClient(server.boundPort(), LmProtocolVersion.V0)) {
             c.send(LmWire.PUT, "half", 10_000, LmObjectMeta.NONE);
             c.write(bytes(100, 0));
+            await(() -> server.nativeBytesInUse() == 10_000, "the server to allocate the value");
         }
-        await(() -> server.connectionCount() == 0, "the server to drop the connection");
+        await(() -> server.connectionCount() == 0 && server.nativeBytesInUse() == 0,
+                "the server to drop the connection and free the half-received value");
         assertEquals(0, server.entryCount());
         assertEquals(0, server.nativeBytesInUse());
         try (RawLmClient c = new RawLmClient(server.boundPort(), LmProtocolVersion.V0)) {
