@@ -47,11 +47,9 @@ public final class LmServerCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws InterruptedException {
-        PrintWriter out = spec.commandLine().getOut();
         LmCacheServer server;
         try {
-            server = LmCacheServer.builder().host(host).port(port).protocol(LmProtocolVersion.parse(protocol))
-                    .capacityBytes(StoreUri.parseSize("--capacity", capacity, "lmserver")).build().start();
+            server = startServer();
         } catch (KVException e) {
             spec.commandLine().getErr().println(e.getMessage());
             return 2;
@@ -60,10 +58,17 @@ public final class LmServerCommand implements Callable<Integer> {
             server.stop();
             stopped.countDown();
         }));
+        PrintWriter out = spec.commandLine().getOut();
         out.printf("lmserver listening on %s:%d (protocol %s, capacity %d bytes); Ctrl-C stops it%n", host,
                 server.boundPort(), server.protocol().label(), server.capacityBytes());
         out.flush();
         stopped.await();
         return 0;
+    }
+
+    /** Starts the server the options describe; the caller stops it. */
+    LmCacheServer startServer() {
+        return LmCacheServer.builder().host(host).port(port).protocol(LmProtocolVersion.parse(protocol))
+                .capacityBytes(StoreUri.parseSize("--capacity", capacity, "lmserver")).build().start();
     }
 }
