@@ -11,8 +11,10 @@ import org.HdrHistogram.Histogram;
  * bytes moved, hits, and misses by reason. Recording is wait-free and allocates nothing.
  */
 public final class ConnectorMetrics {
-    private final ConcurrentHistogram insertLayerNanos = new ConcurrentHistogram(3);
-    private final ConcurrentHistogram dropLayerNanos = new ConcurrentHistogram(3);
+    /** Values above one minute are recorded as one minute: sized up front so recording never resizes. */
+    private static final long MAX_NANOS = 60_000_000_000L;
+    private final ConcurrentHistogram insertLayerNanos = new ConcurrentHistogram(1, MAX_NANOS, 3);
+    private final ConcurrentHistogram dropLayerNanos = new ConcurrentHistogram(1, MAX_NANOS, 3);
     private final LongAdder insertedBytes = new LongAdder();
     private final LongAdder droppedBytes = new LongAdder();
     private final LongAdder commits = new LongAdder();
@@ -28,12 +30,12 @@ public final class ConnectorMetrics {
     }
 
     void recordInsertLayer(long nanos, long bytes) {
-        insertLayerNanos.recordValue(Math.max(0, nanos));
+        insertLayerNanos.recordValue(Math.clamp(nanos, 1, MAX_NANOS));
         insertedBytes.add(bytes);
     }
 
     void recordDropLayer(long nanos, long bytes) {
-        dropLayerNanos.recordValue(Math.max(0, nanos));
+        dropLayerNanos.recordValue(Math.clamp(nanos, 1, MAX_NANOS));
         droppedBytes.add(bytes);
     }
 
@@ -55,6 +57,15 @@ public final class ConnectorMetrics {
         }
     }
 
+    void reset() {
+        insertLayerNanos.reset();
+        dropLayerNanos.reset();
+        for (LongAdder a : new LongAdder[] {insertedBytes, droppedBytes, commits, aborts, hits, partialHits}) {
+            a.reset();
+        }
+        misses.values().forEach(LongAdder::reset);
+    }
+
     /** A consistent-enough copy of every counter. */
     public Snapshot snapshot() {
         Map<MissReason, Long> m = new EnumMap<>(MissReason.class);
@@ -65,7 +76,7 @@ public final class ConnectorMetrics {
     }
 
     /**
-     * Latency percentiles in nanoseconds.
+     * Latency percentiles in nanoseconds (values above 60 s count as 60 s).
      *
      * @param count recorded values
      * @param p50Nanos median

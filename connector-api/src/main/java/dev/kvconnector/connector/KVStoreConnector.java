@@ -147,6 +147,11 @@ public final class KVStoreConnector implements AutoCloseable {
         return metrics.snapshot();
     }
 
+    /** Zeroes every metric, for example after a warm-up or at the start of a reporting interval. */
+    public void resetMetrics() {
+        metrics.reset();
+    }
+
     /** The store. */
     public KVStore store() {
         return store;
