@@ -164,6 +164,10 @@ public final class LmConnection implements AutoCloseable {
      * @return a {@link GetResult} code: the bytes copied, a miss, or too-small with the value's size
      */
     public long get(String key, MemorySegment dst) {
+        if (dst.isReadOnly()) {
+            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "the destination segment is read-only")
+                    .store(store).operation("get").key(key).hint("pass a writable segment").build();
+        }
         long length = getHeader(key, "get");
         if (length < 0) {
             return GetResult.MISS;

@@ -251,6 +251,10 @@ public final class LmStore implements KVStore {
                 c.close();
                 c = connect();
                 return request.on(c);
+            } catch (RuntimeException e) {
+                // Not one of the connection's own failures, so it may have struck mid-frame: never reuse it.
+                c.close();
+                throw e;
             } finally {
                 recycle(c);
             }

@@ -212,6 +212,16 @@ class LmStoreTest {
     }
 
     @Test
+    void aReadOnlyDestinationIsRefusedBeforeAnyRequest() {
+        LmCacheServer server = server(LmProtocolVersion.V1, 1 << 20);
+        LmStore store = store(server, "&pool=1");
+        store.put("k", value(8, 0), PutOptions.DEFAULT);
+        KVException e = assertThrows(KVException.class, () -> store.getInto("k", arena.allocate(8).asReadOnly()));
+        assertEquals(ErrorCode.INVALID_ARGUMENT, e.code());
+        assertEquals(8, store.getInto("k", arena.allocate(8)));
+    }
+
+    @Test
     void aHeapSegmentCanBePutAndRead() {
         LmStore store = store(server(LmProtocolVersion.V0, 1 << 20), "");
         byte[] src = {1, 2, 3, 4, 5};

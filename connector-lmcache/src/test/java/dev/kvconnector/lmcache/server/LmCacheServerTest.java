@@ -264,6 +264,41 @@ class LmCacheServerTest {
     }
 
     @Test
+    void capacityHoldsUnderConcurrentWritersAndEveryEvictedValueIsFreed() throws Exception {
+        int capacity = 64 * 1024;
+        LmCacheServer server = start(LmProtocolVersion.V0, capacity);
+        int threads = 8;
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        try {
+            List<Future<?>> done = new ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                int id = t;
+                done.add(pool.submit(() -> {
+                    try (RawLmClient c = new RawLmClient(server.boundPort(), LmProtocolVersion.V0)) {
+                        for (int i = 0; i < 100; i++) {
+                            c.put("w" + id + "-" + (i % 20), bytes(1000 + (i * 37 + id * 101) % 9000, i));
+                            if (server.storedBytes() > capacity) {
+                                throw new AssertionError(server.storedBytes() + " bytes stored over " + capacity);
+                            }
+                        }
+                        c.exist("sync");
+                    }
+                    return null;
+                }));
+            }
+            for (Future<?> f : done) {
+                f.get();
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        await(() -> server.connectionCount() == 0, "connections to end");
+        assertTrue(server.storedBytes() <= capacity, server.storedBytes() + " > " + capacity);
+        assertTrue(server.evictions() > 0, "no eviction under a small capacity");
+        assertEquals(server.storedBytes(), server.nativeBytesInUse(), "evicted or replaced values not freed");
+    }
+
+    @Test
     void manyConnectionsAtOnceEachReadBackTheirOwnValues() throws Exception {
         LmCacheServer server = start(LmProtocolVersion.V1, 64 << 20);
         int threads = 16;
