@@ -59,6 +59,7 @@ public final class LmConnection implements AutoCloseable {
     private final LmRequestHeader request = new LmRequestHeader();
     private final LmReplyHeader reply = new LmReplyHeader();
     private ByteBuffer drainBuffer;
+    private int replyTo;
     private boolean broken;
     private boolean closed;
 
@@ -164,16 +165,39 @@ public final class LmConnection implements AutoCloseable {
      * @return a {@link GetResult} code: the bytes copied, a miss, or too-small with the value's size
      */
     public long get(String key, MemorySegment dst) {
+        sendGet(key, dst);
+        return readGetReply(key, dst, true);
+    }
+
+    /**
+     * Sends a GET without waiting for its reply, for pipelining: read the replies with {@link #readGetReply} in
+     * the order the requests were sent. Keep the requests in flight to a few hundred, so that neither side's
+     * socket buffers fill while the other is still writing.
+     */
+    public void sendGet(String key, MemorySegment dst) {
         if (dst.isReadOnly()) {
             throw KVException.of(ErrorCode.INVALID_ARGUMENT, "the destination segment is read-only")
                     .store(store).operation("get").key(key).hint("pass a writable segment").build();
         }
-        long length = getHeader(key, "get");
+        checkOpen("get", key);
+        request.set(LmWire.GET, key).encode(protocol, requestBuffer);
+        writeRequest(null, "get", key);
+    }
+
+    /**
+     * Reads the reply to a GET sent by {@link #sendGet} into {@code dst}.
+     *
+     * @param mayAbandon whether an unwanted payload above 8 MiB may be cut off by giving up the connection; pass
+     *                   false while replies to further requests are still to come
+     * @return a {@link GetResult} code
+     */
+    public long readGetReply(String key, MemorySegment dst, boolean mayAbandon) {
+        long length = readGetHeader("get", key);
         if (length < 0) {
             return GetResult.MISS;
         }
         if (length > dst.byteSize()) {
-            skipPayload(length, "get", key);
+            skipPayload(length, "get", key, mayAbandon);
             return GetResult.tooSmall(length);
         }
         if (length > 0) {
@@ -187,17 +211,32 @@ public final class LmConnection implements AutoCloseable {
      * this is a GET whose payload is read and dropped (up to 8 MiB) or cut off by closing the connection (above).
      */
     public long size(String key) {
-        long length = getHeader(key, "size");
+        checkOpen("size", key);
+        request.set(LmWire.GET, key).encode(protocol, requestBuffer);
+        writeRequest(null, "size", key);
+        long length = readGetHeader("size", key);
         if (length >= 0) {
-            skipPayload(length, "size", key);
+            skipPayload(length, "size", key, true);
         }
         return length;
     }
 
     /** Whether the server holds {@code key} (EXIST). */
     public boolean exist(String key) {
+        sendExist(key);
+        return readExistReply(key);
+    }
+
+    /** Sends an EXIST without waiting for its reply; see {@link #sendGet} on pipelining. */
+    public void sendExist(String key) {
+        checkOpen("exists", key);
         request.set(LmWire.EXIST, key).encode(protocol, requestBuffer);
-        roundTrip("exists", key);
+        writeRequest(null, "exists", key);
+    }
+
+    /** Reads the reply to an EXIST sent by {@link #sendExist}: whether the key exists. */
+    public boolean readExistReply(String key) {
+        readReplyHeader("exists", key, LmWire.EXIST);
         requireNoPayload("exists", key);
         return reply.code() == LmWire.SUCCESS;
     }
@@ -213,8 +252,10 @@ public final class LmConnection implements AutoCloseable {
                     .store(store).operation("health")
                     .hint("probe a v0 server with EXIST, or use protocol=v1 for python -m lmcache.v1.server").build();
         }
+        checkOpen("health", null);
         request.set(LmWire.HEALTH, PROBE_KEY).encode(protocol, requestBuffer);
-        roundTrip("health", null);
+        writeRequest(null, "health", null);
+        readReplyHeader("health", null, LmWire.HEALTH);
         requireNoPayload("health", null);
         return reply.code() == LmWire.SUCCESS;
     }
@@ -232,8 +273,10 @@ public final class LmConnection implements AutoCloseable {
                     .store(store).operation("list")
                     .hint("LIST is served only by the 2024 server; use protocol=v0").build();
         }
+        checkOpen("list", null);
         request.set(LmWire.LIST, PROBE_KEY).encode(protocol, requestBuffer);
-        roundTrip("list", null);
+        writeRequest(null, "list", null);
+        readReplyHeader("list", null, LmWire.LIST);
         if (reply.code() != LmWire.SUCCESS) {
             requireNoPayload("list", null);
             throw KVException.of(ErrorCode.UNSUPPORTED, "the server at " + host + ":" + port
@@ -271,10 +314,9 @@ public final class LmConnection implements AutoCloseable {
         }
     }
 
-    /** Sends GET and reads the reply header: the value's length, or -1 on a miss. */
-    private long getHeader(String key, String op) {
-        request.set(LmWire.GET, key).encode(protocol, requestBuffer);
-        roundTrip(op, key);
+    /** Reads a GET reply header: the value's length, or -1 on a miss. */
+    private long readGetHeader(String op, String key) {
+        readReplyHeader(op, key, LmWire.GET);
         if (reply.code() == LmWire.FAIL) {
             requireNoPayload(op, key);
             return -1;
@@ -282,15 +324,14 @@ public final class LmConnection implements AutoCloseable {
         return checkedLength(op, key);
     }
 
-    private void roundTrip(String op, String key) {
-        checkOpen(op, key);
-        writeRequest(null, op, key);
+    private void readReplyHeader(String op, String key, int command) {
+        replyTo = command;
         replyBuffer.clear();
         readFully(replyBuffer, "the reply header", op, key);
         reply.decode(protocol, replyBuffer);
         if (reply.code() != LmWire.SUCCESS && reply.code() != LmWire.FAIL) {
             throw protocolError(op, key, "a reply with unknown code " + reply.code() + " (expected 200 or 400) to "
-                    + LmWire.commandName(request.command()));
+                    + LmWire.commandName(command));
         }
     }
 
@@ -298,7 +339,7 @@ public final class LmConnection implements AutoCloseable {
         int length = reply.length();
         if (length < 0 || length > maxReplyBytes) {
             throw protocolError(op, key, "a reply length of " + length + " bytes to " + LmWire.commandName(
-                    request.command()) + ", outside 0.." + maxReplyBytes + " (max-reply)");
+                    replyTo) + ", outside 0.." + maxReplyBytes + " (max-reply)");
         }
         return length;
     }
@@ -306,12 +347,12 @@ public final class LmConnection implements AutoCloseable {
     private void requireNoPayload(String op, String key) {
         if (reply.length() != 0) {
             throw protocolError(op, key, "a reply (code " + reply.code() + ") to " + LmWire.commandName(
-                    request.command()) + " announcing " + reply.length() + " payload bytes where none belong");
+                    replyTo) + " announcing " + reply.length() + " payload bytes where none belong");
         }
     }
 
-    private void skipPayload(long length, String op, String key) {
-        if (length > DRAIN_LIMIT_BYTES) {
+    private void skipPayload(long length, String op, String key, boolean mayAbandon) {
+        if (mayAbandon && length > DRAIN_LIMIT_BYTES) {
             broken = true;
             return;
         }

@@ -48,6 +48,7 @@ import java.util.concurrent.TimeUnit;
  *   <li><b>No TTL, no conditional put.</b> TTLs are ignored (entries live until evicted). {@code ifAbsent} is an
  *       EXIST followed by a PUT: two clients racing on one key may both store.</li>
  * </ul>
+ * Batches ({@link StoreCapability#BATCH}) are pipelined on one connection, one round trip per window of 256.
  * A connection that fails in any way is discarded, never returned to the pool. A request that fails because a
  * pooled connection went stale (the server restarted) is retried once on a fresh connection.
  */
@@ -60,6 +61,11 @@ public final class LmStore implements KVStore {
     private static final long DEFAULT_TIMEOUT_MILLIS = 5_000;
     private static final int DEFAULT_POOL = 8;
     private static final long DEFAULT_MAX_REPLY_BYTES = 1L << 30;
+    /**
+     * Requests in flight per batch window: 256 v1 GET headers are 47 KiB, well inside the socket buffers, so
+     * neither side blocks writing while the other is still writing too.
+     */
+    private static final int PIPELINE_DEPTH = 256;
 
     /** One request on a connection. */
     @FunctionalInterface
@@ -127,7 +133,7 @@ public final class LmStore implements KVStore {
 
     @Override
     public Set<StoreCapability> capabilities() {
-        return EnumSet.of(StoreCapability.SHARED_ACROSS_PROCESSES);
+        return EnumSet.of(StoreCapability.SHARED_ACROSS_PROCESSES, StoreCapability.BATCH);
     }
 
     @Override
@@ -158,6 +164,74 @@ public final class LmStore implements KVStore {
                     .hint("the value is likely larger than the server's capacity (kvctl lmserver --capacity), or "
                             + "was evicted at once by other writers")
                     .build();
+        }
+    }
+
+    /**
+     * Pipelines the puts on one connection, {@value #PIPELINE_DEPTH} at a time: all PUTs, then (with
+     * {@code confirm}) all EXISTs, then their replies, so a window costs one round trip. {@code ifAbsent} falls
+     * back to one put at a time. A value the server did not keep is reported once the whole batch was sent.
+     *
+     * @throws KVException {@code STORE_FULL} naming the first key the server did not keep
+     */
+    @Override
+    public void putBatch(String[] keys, MemorySegment[] values, int count, PutOptions options, boolean[] stored) {
+        if (options.ifAbsent()) {
+            KVStore.super.putBatch(keys, values, count, options, stored);
+            return;
+        }
+        int missing = -1;
+        for (int from = 0; from < count; from += PIPELINE_DEPTH) {
+            int start = from;
+            int end = Math.min(count, from + PIPELINE_DEPTH);
+            call("putBatch", keys[start], c -> {
+                for (int i = start; i < end; i++) {
+                    long size = values[i].byteSize();
+                    c.put(keys[i], values[i], size <= Integer.MAX_VALUE ? LmObjectMeta.bytes((int) size)
+                            : LmObjectMeta.NONE);
+                }
+                if (confirm) {
+                    for (int i = start; i < end; i++) {
+                        c.sendExist(keys[i]);
+                    }
+                }
+                for (int i = start; i < end; i++) {
+                    stored[i] = !confirm || c.readExistReply(keys[i]);
+                }
+                return null;
+            });
+            for (int i = start; i < end && missing < 0; i++) {
+                if (!stored[i]) {
+                    missing = i;
+                }
+            }
+        }
+        if (missing >= 0) {
+            throw KVException.of(ErrorCode.STORE_FULL, "the LMCache server at " + host + ":" + port
+                            + " did not keep batch value " + missing + " of " + count + " ("
+                            + values[missing].byteSize() + " bytes)")
+                    .store(uri).operation("putBatch").key(keys[missing])
+                    .hint("the value is likely larger than the server's capacity, or the batch is larger than the "
+                            + "capacity and evicted its own first values")
+                    .build();
+        }
+    }
+
+    /** Pipelines the GETs on one connection, {@value #PIPELINE_DEPTH} at a time: one round trip per window. */
+    @Override
+    public void getIntoBatch(String[] keys, MemorySegment[] dsts, int count, long[] results) {
+        for (int from = 0; from < count; from += PIPELINE_DEPTH) {
+            int start = from;
+            int end = Math.min(count, from + PIPELINE_DEPTH);
+            call("getBatch", keys[start], c -> {
+                for (int i = start; i < end; i++) {
+                    c.sendGet(keys[i], dsts[i]);
+                }
+                for (int i = start; i < end; i++) {
+                    results[i] = c.readGetReply(keys[i], dsts[i], i == end - 1);
+                }
+                return null;
+            });
         }
     }
 

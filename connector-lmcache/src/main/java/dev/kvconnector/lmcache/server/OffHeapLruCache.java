@@ -47,13 +47,18 @@ final class OffHeapLruCache {
     /**
      * Reserves {@code bytes} for a value on its way in, evicting least recently used entries as needed.
      *
-     * @return false when the value cannot fit even in an empty cache beside the other in-flight values
+     * @return false, evicting nothing, when the value cannot fit even in an empty cache beside the other in-flight
+     *         values
      */
     boolean reserve(long bytes) {
         List<Value> evicted = new ArrayList<>();
         boolean ok;
         lock.lock();
         try {
+            if (bytes > capacityBytes - reservedBytes) {
+                // Could not fit even with every stored entry gone: evicting would lose entries for nothing.
+                return false;
+            }
             Iterator<Map.Entry<String, Value>> lru = entries.entrySet().iterator();
             while (storedBytes + reservedBytes + bytes > capacityBytes && lru.hasNext()) {
                 Value v = lru.next().getValue();

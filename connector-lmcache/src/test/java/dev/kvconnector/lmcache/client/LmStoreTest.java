@@ -251,7 +251,8 @@ class LmStoreTest {
         try (KVStore store = KVStores.open("lm://127.0.0.1:" + s.boundPort())) {
             assertInstanceOf(LmStore.class, store);
             assertEquals(LmProtocolVersion.V1, ((LmStore) store).protocol());
-            assertEquals(java.util.Set.of(StoreCapability.SHARED_ACROSS_PROCESSES), store.capabilities());
+            assertEquals(java.util.Set.of(StoreCapability.SHARED_ACROSS_PROCESSES, StoreCapability.BATCH),
+                    store.capabilities());
         }
     }
 

@@ -64,13 +64,15 @@ class LmCacheServerTest {
     void putLargerThanCapacityIsDroppedAndTheConnectionStaysUsable(LmProtocolVersion v) throws Exception {
         LmCacheServer server = start(v, 1000);
         try (RawLmClient c = new RawLmClient(server.boundPort(), v)) {
+            c.put("kept", bytes(300, 3));
             c.put("big", bytes(2000, 1));
+            assertEquals(LmWire.SUCCESS, c.exist("kept"), "a value that cannot fit must not evict others");
             assertEquals(LmWire.FAIL, c.exist("big"));
             c.put("small", bytes(500, 2));
             assertEquals(LmWire.SUCCESS, c.exist("small"));
         }
-        assertEquals(500, server.storedBytes());
-        assertEquals(500, server.nativeBytesInUse());
+        assertEquals(800, server.storedBytes());
+        assertEquals(800, server.nativeBytesInUse());
     }
 
     @Test
