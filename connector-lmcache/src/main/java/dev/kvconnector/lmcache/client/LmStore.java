@@ -184,7 +184,7 @@ public final class LmStore implements KVStore {
         for (int from = 0; from < count; from += PIPELINE_DEPTH) {
             int start = from;
             int end = Math.min(count, from + PIPELINE_DEPTH);
-            call("putBatch", keys[start], c -> {
+            call("putBatch", keys[start], c -> pipelined(c, () -> {
                 for (int i = start; i < end; i++) {
                     long size = values[i].byteSize();
                     c.put(keys[i], values[i], size <= Integer.MAX_VALUE ? LmObjectMeta.bytes((int) size)
@@ -198,8 +198,7 @@ public final class LmStore implements KVStore {
                 for (int i = start; i < end; i++) {
                     stored[i] = !confirm || c.readExistReply(keys[i]);
                 }
-                return null;
-            });
+            }));
             for (int i = start; i < end && missing < 0; i++) {
                 if (!stored[i]) {
                     missing = i;
@@ -223,15 +222,14 @@ public final class LmStore implements KVStore {
         for (int from = 0; from < count; from += PIPELINE_DEPTH) {
             int start = from;
             int end = Math.min(count, from + PIPELINE_DEPTH);
-            call("getBatch", keys[start], c -> {
+            call("getBatch", keys[start], c -> pipelined(c, () -> {
                 for (int i = start; i < end; i++) {
                     c.sendGet(keys[i], dsts[i]);
                 }
                 for (int i = start; i < end; i++) {
                     results[i] = c.readGetReply(keys[i], dsts[i], i == end - 1);
                 }
-                return null;
-            });
+            }));
         }
     }
 
@@ -334,6 +332,20 @@ public final class LmStore implements KVStore {
             }
         } finally {
             permits.release();
+        }
+    }
+
+    /**
+     * Runs a pipelined window. Any failure, even a refused key, may leave replies to earlier requests unread, so
+     * the connection is closed rather than returned to the pool.
+     */
+    private static Void pipelined(LmConnection c, Runnable window) {
+        try {
+            window.run();
+            return null;
+        } catch (RuntimeException e) {
+            c.close();
+            throw e;
         }
     }
 

@@ -88,6 +88,27 @@ class LmStoreBatchTest {
 
     @ParameterizedTest
     @EnumSource(LmProtocolVersion.class)
+    void aBadKeyInsideABatchLeavesNoUnreadRepliesOnAPooledConnection(LmProtocolVersion v) {
+        try (LmCacheServer server = LmCacheServer.builder().protocol(v).build().start();
+             KVStore store = KVStores.open("lm://127.0.0.1:" + server.boundPort() + "?pool=1&protocol="
+                     + v.label());
+             Arena arena = Arena.ofConfined()) {
+            MemorySegment value = filled(arena, 64, 3);
+            store.put("a", value, PutOptions.DEFAULT);
+            long[] results = new long[2];
+            KVException e = assertThrows(KVException.class, () -> store.getIntoBatch(
+                    new String[] {"a", "x".repeat(151)}, new MemorySegment[] {arena.allocate(64), arena.allocate(64)},
+                    2, results));
+            assertEquals(ErrorCode.INVALID_ARGUMENT, e.code());
+            MemorySegment dst = arena.allocate(64);
+            assertTrue(store.exists("a"));
+            assertEquals(64, store.getInto("a", dst));
+            assertEquals(-1, dst.mismatch(value));
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(LmProtocolVersion.class)
     void aBatchValueTheServerCannotKeepIsStoreFullAndTheOthersAreStored(LmProtocolVersion v) {
         try (LmCacheServer server = LmCacheServer.builder().protocol(v).capacityBytes(1000).build().start();
              KVStore store = KVStores.open("lm://127.0.0.1:" + server.boundPort() + "?protocol=" + v.label());
