@@ -271,6 +271,9 @@ final class InferenceCall {
                 }
                 return true;
             } catch (UpstreamFailure f) {
+                if (cancelled) {
+                    return false;
+                }
                 stats.errors.increment();
                 if (f.timeout) {
                     stats.timeouts.increment();

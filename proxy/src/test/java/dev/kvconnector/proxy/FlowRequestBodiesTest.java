@@ -85,7 +85,7 @@ class FlowRequestBodiesTest extends ProxyTestBase {
         try {
             res = post(proxy, "/v1/completions", CLIENT);
             // The client has D's answer while P still holds its request: D never waited for P.
-            assertEquals(1, p.completions().size());
+            awaitCount(p, 1);
             assertEquals(0, p.completed.get());
         } finally {
             prefillHeld.countDown();

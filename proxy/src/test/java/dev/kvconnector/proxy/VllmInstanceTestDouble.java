@@ -127,7 +127,7 @@ final class VllmInstanceTestDouble implements AutoCloseable {
     }
 
     private void handle(HttpExchange ex) throws IOException {
-        try (ex) {
+        try {
             String path = ex.getRequestURI().getPath();
             switch (path) {
                 case "/health" -> {
@@ -139,6 +139,21 @@ final class VllmInstanceTestDouble implements AutoCloseable {
                 case "/v1/completions", "/v1/chat/completions" -> completion(ex, path);
                 default -> send(ex, 404, "{\"error\":{\"message\":\"no route\",\"type\":\"NotFound\",\"code\":404}}");
             }
+            ex.close();
+        } catch (BrokenOnPurpose e) {
+            // Not closing the exchange: the server then drops the connection without ending the chunked body.
+            throw e;
+        } catch (IOException | RuntimeException e) {
+            ex.close();
+            throw e;
+        }
+    }
+
+    private static final class BrokenOnPurpose extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        BrokenOnPurpose(String message) {
+            super(message, null, false, false);
         }
     }
 
@@ -202,7 +217,7 @@ final class VllmInstanceTestDouble implements AutoCloseable {
                 sleep(chunkDelayMillis);
                 if (i == breakAfterChunks) {
                     // Thrown out of the handler, this makes the JDK server drop the connection mid-body.
-                    throw new IllegalStateException(name + " breaks the stream on purpose");
+                    throw new BrokenOnPurpose(name + " breaks the stream on purpose");
                 }
                 out.write(chunk(i, chat).getBytes(StandardCharsets.UTF_8));
                 out.flush();
