@@ -341,15 +341,18 @@ final class InferenceCall {
             long firstByte = deadline(ex, config.firstByteTimeout());
             long total = deadline(ex, config.totalTimeout());
             int status = ex.awaitHeaders(firstByte);
+            boolean streamed = stream && status < 400;
+            if (!streamed) {
+                stats.firstByte.record(ex.elapsedSeconds());
+            }
             if (status >= 500) {
                 String snippet = snippet(ex.readAll(total, ERROR_SNIPPET_BYTES));
                 stats.errors.increment();
                 return d + " answered " + status + ": " + snippet;
             }
-            if (!stream || status >= 400) {
+            if (!streamed) {
                 // Buffered: the client sees nothing until D's answer is complete, so a failure anywhere can
                 // still move to another instance without a duplicate or half answer.
-                stats.firstByte.record(ex.elapsedSeconds());
                 byte[] answer = ex.readAll(total, config.maxResponseBytes());
                 respondRaw(status, ex.header("Content-Type"), answer);
                 return null;
