@@ -354,6 +354,7 @@ final class InferenceCall {
                 // Buffered: the client sees nothing until D's answer is complete, so a failure anywhere can
                 // still move to another instance without a duplicate or half answer.
                 byte[] answer = ex.readAll(total, config.maxResponseBytes());
+                ex.release();
                 respondRaw(status, ex.header("Content-Type"), answer);
                 return null;
             }
@@ -419,6 +420,7 @@ final class InferenceCall {
                     return;
                 }
             }
+            ex.release();
             out.close();
         } catch (IOException clientWriteFailed) {
             clientGone = true;

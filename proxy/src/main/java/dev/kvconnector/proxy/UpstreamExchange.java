@@ -31,6 +31,7 @@ final class UpstreamExchange implements Flow.Subscriber<List<ByteBuffer>> {
     private volatile boolean cancelled;
     private volatile CompletableFuture<HttpResponse<Void>> future;
     private int status;
+    private boolean released;
     private HttpHeaders headers;
 
     private UpstreamExchange(Instance instance) {
@@ -141,9 +142,15 @@ final class UpstreamExchange implements Flow.Subscriber<List<ByteBuffer>> {
         }
     }
 
-    /** Gives back the instance's outstanding slot; call once, in finally. */
+    /**
+     * Gives back the instance's outstanding slot; idempotent, so it can be called as soon as the upstream
+     * answer is complete (before the client has it) and again in finally.
+     */
     void release() {
-        instance.outstanding.decrementAndGet();
+        if (!released) {
+            released = true;
+            instance.outstanding.decrementAndGet();
+        }
     }
 
     double elapsedSeconds() {

@@ -219,7 +219,7 @@ public final class XpydProxy implements AutoCloseable {
     }
 
     private void get(HttpExchange ex, Handler h) throws IOException {
-        if (!"GET".equals(ex.getRequestMethod()) && !"HEAD".equals(ex.getRequestMethod())) {
+        if (!"GET".equals(ex.getRequestMethod())) {
             ex.getResponseHeaders().set("Allow", "GET");
             reply(ex, 405, "invalid_request_error", ex.getRequestMethod() + " not allowed; use GET");
             return;
