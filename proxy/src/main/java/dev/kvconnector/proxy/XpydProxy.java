@@ -36,15 +36,21 @@ import java.util.concurrent.atomic.AtomicLong;
  * {@code GET /v1/models}, {@code GET /status}, {@code GET /health}, {@code GET /metrics} (Prometheus), and
  * {@code POST /instances/add}, {@code POST /instances/remove} (need {@code X-API-Key}).
  *
- * <p>Server choice, measured once on this project's 2-core build machine (throwaway main, HttpClient with 32
- * virtual-thread clients x 300 requests, 1 KiB JSON answer or 20 flushed SSE chunks, shared with other builds,
- * so noisy): JDK {@code HttpServer} on virtual threads 2,800-5,800 JSON req/s (p50 5-9 ms) and 2,400-3,000 SSE
- * req/s (p50 9-11 ms); Jetty 12.1 core on virtual threads 1,100-4,400 JSON req/s (p50 6-19 ms) and 900-4,200
- * SSE req/s (p50 7-24 ms). Without TCP_NODELAY the JDK server managed only 706 SSE req/s at p50 44 ms: each
- * flushed chunk waited out Nagle and delayed ACK. So: the JDK server, with {@code sun.net.httpserver.nodelay}
- * set before it loads, is as fast as the library here and adds no dependency. It cannot notice a client that
- * leaves while the proxy waits on an upstream without writing; the next write notices, and every upstream
- * wait is bounded by the first-byte and total timeouts.
+ * <p>Server choice, by measurement (a throwaway main, run four times on the 2-core build machine while other
+ * builds ran, load average 11-18, so only the comparison means anything): an HttpClient with 32 virtual-thread
+ * callers x 300 POSTs against a handler that answers 1 KiB of JSON, or 20 SSE chunks each flushed.
+ * <ul>
+ *   <li>JDK {@code HttpServer}, virtual threads, TCP_NODELAY: JSON 700-5,800 req/s (p50 5-24 ms),
+ *       SSE 1,150-3,000 req/s (p50 9-18 ms).</li>
+ *   <li>Jetty 12.1.13 core handler, virtual threads: JSON 650-4,400 req/s (p50 6-19 ms),
+ *       SSE 530-4,200 req/s (p50 7-40 ms).</li>
+ *   <li>JDK {@code HttpServer} without TCP_NODELAY: SSE 480-710 req/s at p50 44-56 ms: every flushed chunk
+ *       waits out Nagle against the client's delayed ACK.</li>
+ * </ul>
+ * So: the JDK server, with {@code sun.net.httpserver.nodelay} set before it loads. In each of the three
+ * rounds run with TCP_NODELAY it matched or beat Jetty run in the same round, and it adds no dependency. What it lacks: it cannot notice a client that leaves
+ * while the proxy waits on a silent upstream; the next write notices, and the first-byte and total timeouts
+ * bound every upstream wait.
  */
 public final class XpydProxy implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(XpydProxy.class);
@@ -66,6 +72,7 @@ public final class XpydProxy implements AutoCloseable {
     private final AtomicLong requestCounter = new AtomicLong();
     private final String idPrefix = "xpyd-" + Long.toHexString(System.nanoTime() & 0xffffffL) + "-";
     private final ExecutorService serverThreads = Executors.newVirtualThreadPerTaskExecutor();
+    private final ExecutorService clientThreads = Executors.newVirtualThreadPerTaskExecutor();
     private HttpServer server;
     private HealthChecker health;
     private final java.util.concurrent.CountDownLatch stopped = new java.util.concurrent.CountDownLatch(1);
@@ -80,7 +87,7 @@ public final class XpydProxy implements AutoCloseable {
         this.client = HttpClient.newBuilder()
                 .version(HttpClient.Version.HTTP_1_1)
                 .connectTimeout(config.connectTimeout())
-                .executor(Executors.newVirtualThreadPerTaskExecutor())
+                .executor(clientThreads)
                 .followRedirects(HttpClient.Redirect.NEVER)
                 .build();
     }
@@ -168,6 +175,7 @@ public final class XpydProxy implements AutoCloseable {
             server = null;
         }
         client.shutdownNow();
+        clientThreads.shutdownNow();
         serverThreads.shutdownNow();
         stopped.countDown();
     }

@@ -121,6 +121,60 @@ class FailureHandlingTest extends ProxyTestBase {
     }
 
     @Test
+    void streamOutlastingTheTotalTimeoutEndsWithATimeoutErrorEvent() throws Exception {
+        var p = instance("p");
+        var d = instance("d").stream(50, 100);
+        XpydProxy proxy = start(config().totalTimeout(Duration.ofMillis(800)).prefill(p.address()).decode(d.address()));
+
+        HttpResponse<String> res = post(proxy, "/v1/completions",
+                "{\"model\":\"test-model\",\"prompt\":\"hi\",\"stream\":true}");
+
+        assertEquals(200, res.statusCode());
+        assertTrue(res.body().startsWith(d.chunk(0, false)), res.body());
+        assertTrue(res.body().contains("timed out"), res.body());
+        assertFalse(res.body().contains("[DONE]"));
+        assertTrue(d.sawDisconnect.await(5, java.util.concurrent.TimeUnit.SECONDS), "slow decode was not cancelled");
+    }
+
+    @Test
+    void manyConcurrentClientsEachGetExactlyTheirOwnAnswer() throws Exception {
+        var p1 = instance("p1");
+        var p2 = instance("p2");
+        var d1 = instance("d1").stream(3, 1);
+        var d2 = instance("d2").stream(3, 1);
+        XpydProxy proxy = start(config().flow(ProxyFlow.V1).policy(Policy.LEAST_OUTSTANDING)
+                .prefill(p1.address(), p2.address()).decode(d1.address(), d2.address()));
+        int clients = 40;
+        java.util.List<java.util.concurrent.Future<HttpResponse<String>>> answers = new java.util.ArrayList<>();
+        try (var pool = java.util.concurrent.Executors.newVirtualThreadPerTaskExecutor()) {
+            for (int k = 0; k < clients; k++) {
+                boolean streamed = k % 2 == 0;
+                answers.add(pool.submit(() -> post(proxy, "/v1/completions",
+                        "{\"model\":\"test-model\",\"prompt\":\"q\",\"stream\":" + streamed + "}")));
+            }
+        }
+        java.util.Set<String> ids = new java.util.HashSet<>();
+        for (int k = 0; k < clients; k++) {
+            HttpResponse<String> res = answers.get(k).get();
+            assertEquals(200, res.statusCode());
+            ids.add(res.headers().firstValue("X-Request-Id").orElseThrow());
+            if (k % 2 == 0) {
+                assertTrue(res.body().endsWith("data: [DONE]\n\n"), res.body());
+            } else {
+                assertTrue(res.body().contains("answer from d"), res.body());
+            }
+        }
+        assertEquals(clients, ids.size());
+        assertEquals(clients, p1.completions().size() + p2.completions().size());
+        assertEquals(clients, d1.completions().size() + d2.completions().size());
+        java.util.Set<String> decoded = new java.util.HashSet<>();
+        for (var d : java.util.List.of(d1, d2)) {
+            d.completions().forEach(r -> decoded.add(r.body().get("request_id").asText()));
+        }
+        assertEquals(ids, decoded, "each client's request reached a decode instance exactly once");
+    }
+
+    @Test
     void everyDecodeFailingGivesOneOpenAiStyleError() throws Exception {
         var p = instance("p");
         var d1 = instance("d1").failNext(9, 500);

@@ -23,6 +23,31 @@ abstract class ProxyTestBase {
 
     @AfterEach
     void stopEverything() throws Exception {
+        try {
+            assertNoRequestLeftInFlight();
+        } finally {
+            stopAll();
+        }
+    }
+
+    /** Leak check: every upstream slot a proxy took was given back once the doubles are released. */
+    private void assertNoRequestLeftInFlight() throws InterruptedException {
+        for (AutoCloseable c : started) {
+            if (c instanceof XpydProxy proxy) {
+                for (Instance i : proxy.pool.all()) {
+                    long end = System.nanoTime() + 5_000_000_000L;
+                    while (i.outstanding.get() != 0 && System.nanoTime() < end) {
+                        Thread.sleep(10);
+                    }
+                    if (i.outstanding.get() != 0) {
+                        throw new AssertionError(i + " still has " + i.outstanding.get() + " requests in flight");
+                    }
+                }
+            }
+        }
+    }
+
+    private void stopAll() throws Exception {
         for (int k = started.size() - 1; k >= 0; k--) {
             started.get(k).close();
         }
