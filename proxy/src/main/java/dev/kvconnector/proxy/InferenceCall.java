@@ -178,6 +178,7 @@ final class InferenceCall {
             if (f.timeout) {
                 stats.timeouts.increment();
             }
+            proxy.onUnreachable(f);
             return new PrefillAttempt(null, false, f.getMessage());
         } finally {
             stats.latency.record(ex.elapsedSeconds());
@@ -278,6 +279,7 @@ final class InferenceCall {
                 if (f.timeout) {
                     stats.timeouts.increment();
                 }
+                proxy.onUnreachable(f);
                 LOG.warn("request {}: concurrent prefill failed: {}", requestId, f.getMessage());
                 return false;
             } catch (InterruptedException e) {
@@ -367,6 +369,7 @@ final class InferenceCall {
             if (f.timeout) {
                 stats.timeouts.increment();
             }
+            proxy.onUnreachable(f);
             if (responded) {
                 return null;
             }

@@ -51,6 +51,17 @@ final class Instance {
         return false;
     }
 
+    /**
+     * Ejects the instance at once, without waiting for probes; returns true when it was healthy. Only used
+     * while health probing runs, since only a probe readmits.
+     */
+    synchronized boolean eject() {
+        goodProbes = 0;
+        boolean was = healthy;
+        healthy = false;
+        return was;
+    }
+
     URI uri(String path) {
         return base.resolve(path);
     }

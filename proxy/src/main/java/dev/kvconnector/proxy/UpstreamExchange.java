@@ -172,7 +172,9 @@ final class UpstreamExchange implements Flow.Subscriber<List<ByteBuffer>> {
         if (item instanceof Throwable t) {
             Throwable cause = t instanceof java.util.concurrent.CompletionException && t.getCause() != null
                     ? t.getCause() : t;
-            return new UpstreamFailure(instance, describe(cause), false);
+            boolean unreachable = cause instanceof java.net.ConnectException
+                    || cause instanceof java.net.http.HttpConnectTimeoutException;
+            return new UpstreamFailure(instance, describe(cause), false, unreachable);
         }
         return new UpstreamFailure(instance, "unexpected " + item, false);
     }

@@ -6,10 +6,17 @@ final class UpstreamFailure extends Exception {
 
     final transient Instance instance;
     final boolean timeout;
+    /** The instance could not even be connected to: it is down, not merely slow or failing one request. */
+    final boolean unreachable;
 
     UpstreamFailure(Instance instance, String reason, boolean timeout) {
+        this(instance, reason, timeout, false);
+    }
+
+    UpstreamFailure(Instance instance, String reason, boolean timeout, boolean unreachable) {
         super(instance + " (" + instance.base + "): " + reason, null, false, false);
         this.instance = instance;
         this.timeout = timeout;
+        this.unreachable = unreachable;
     }
 }

@@ -186,6 +186,17 @@ public final class XpydProxy implements AutoCloseable {
         stop();
     }
 
+    /**
+     * A request could not connect to an instance. While probing runs, the instance is ejected at once so
+     * the next requests skip it (a blackholed host costs a connect timeout each), and probes readmit it.
+     */
+    void onUnreachable(UpstreamFailure f) {
+        if (f.unreachable && !config.healthInterval().isZero() && f.instance.eject()) {
+            LOG.warn("{} ejected: a request could not connect ({}); health probes readmit it", f.instance,
+                    f.getMessage());
+        }
+    }
+
     InstanceSelector selector(Role role) {
         return role == Role.PREFILL ? prefillSelector : decodeSelector;
     }

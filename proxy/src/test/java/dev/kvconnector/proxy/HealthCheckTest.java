@@ -62,6 +62,33 @@ class HealthCheckTest extends ProxyTestBase {
     }
 
     @Test
+    void requestThatCannotConnectEjectsTheInstanceBeforeTheNextProbe() throws Exception {
+        var p = instance("p");
+        var d = instance("d");
+        String dead = "127.0.0.1:" + FailureHandlingTest.freePort();
+        XpydProxy proxy = start(config().healthInterval(Duration.ofHours(1)).startupCheck(StartupCheck.OFF)
+                .prefill(p.address()).decode(dead, d.address()));
+
+        assertEquals(200, post(proxy, "/v1/completions", "{\"prompt\":\"x\"}").statusCode());
+
+        assertTrue(!proxy.pool.list(Role.DECODE).getFirst().healthy(), "unreachable decode still takes requests");
+        assertTrue(proxy.pool.list(Role.DECODE).get(1).healthy());
+    }
+
+    @Test
+    void withoutProbingAnUnreachableInstanceIsSkippedButNotEjected() throws Exception {
+        var p = instance("p");
+        var d = instance("d");
+        String dead = "127.0.0.1:" + FailureHandlingTest.freePort();
+        XpydProxy proxy = start(config().startupCheck(StartupCheck.OFF).prefill(p.address()).decode(dead, d.address()));
+
+        assertEquals(200, post(proxy, "/v1/completions", "{\"prompt\":\"x\"}").statusCode());
+
+        // Nothing would ever readmit it, so it stays in rotation and each request fails over.
+        assertTrue(proxy.pool.list(Role.DECODE).getFirst().healthy());
+    }
+
+    @Test
     void startRefusesAnInstanceServingAnotherModel() throws Exception {
         var p = instance("p");
         var other = new VllmInstanceTestDouble("other", "another-model");
