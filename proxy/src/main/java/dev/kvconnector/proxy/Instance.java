@@ -13,6 +13,8 @@ final class Instance {
     final AtomicInteger outstanding = new AtomicInteger();
     /** 64-bit hash of the name, the instance's seed in rendezvous hashing. */
     final long seed;
+    /** This instance's metric series, cached by {@link ProxyMetrics#of(Instance)}. */
+    volatile ProxyMetrics.InstanceStats stats;
     private volatile boolean healthy = true;
     private int failedProbes;
     private int goodProbes;

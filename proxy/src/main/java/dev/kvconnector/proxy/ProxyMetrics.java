@@ -30,7 +30,13 @@ final class ProxyMetrics {
     final Histogram clientFirstByte = new Histogram();
 
     InstanceStats of(Instance i) {
-        return stats.computeIfAbsent(i.role.label() + '\u0000' + i.name, k -> new InstanceStats());
+        InstanceStats s = i.stats;
+        if (s == null) {
+            // Looked up by name once per Instance object, then cached on it: the request path allocates nothing.
+            s = stats.computeIfAbsent(i.role.label() + '\u0000' + i.name, k -> new InstanceStats());
+            i.stats = s;
+        }
+        return s;
     }
 
     void response(int status) {

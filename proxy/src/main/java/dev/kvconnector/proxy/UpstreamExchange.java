@@ -30,7 +30,6 @@ final class UpstreamExchange implements Flow.Subscriber<List<ByteBuffer>> {
     private volatile Flow.Subscription subscription;
     private volatile boolean cancelled;
     private volatile CompletableFuture<HttpResponse<Void>> future;
-    private int status;
     private boolean released;
     private HttpHeaders headers;
 
@@ -64,15 +63,10 @@ final class UpstreamExchange implements Flow.Subscriber<List<ByteBuffer>> {
     int awaitHeaders(long deadlineNanos) throws UpstreamFailure, InterruptedException {
         Object item = take(deadlineNanos, "response headers");
         if (item instanceof HttpResponse.ResponseInfo info) {
-            status = info.statusCode();
             headers = info.headers();
-            return status;
+            return info.statusCode();
         }
         throw unexpected(item);
-    }
-
-    int status() {
-        return status;
     }
 
     String header(String name) {
