@@ -1,7 +1,10 @@
 package dev.kvconnector.proxy;
 
+import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -23,14 +26,18 @@ import java.util.concurrent.Callable;
         description = "Run the XpYd global proxy: an OpenAI-compatible front over prefill and decode instances.")
 public final class ProxyCommand implements Callable<Integer> {
 
+    @Spec
+    CommandSpec spec;
+
     @Option(names = "--model", required = true, description = "Model every instance serves.")
     String model;
 
-    @Option(names = "--prefill", arity = "1..*", split = ",", paramLabel = "HOST:PORT",
+    @Option(names = "--prefill", arity = "1..*", split = ",", paramLabel = "HOST:PORT", converter = Address.class,
             description = "Prefill instances.")
     List<String> prefill = new ArrayList<>();
 
     @Option(names = "--decode", arity = "1..*", split = ",", required = true, paramLabel = "HOST:PORT",
+            converter = Address.class,
             description = "Decode instances.")
     List<String> decode = new ArrayList<>();
 
@@ -40,16 +47,17 @@ public final class ProxyCommand implements Callable<Integer> {
     @Option(names = "--port", defaultValue = "8000", description = "Listen port (default: ${DEFAULT-VALUE}).")
     int port;
 
-    @Option(names = "--flow", defaultValue = "v0", description = "v0, v1 or concurrent (default: ${DEFAULT-VALUE}).")
-    String flow;
+    @Option(names = "--flow", defaultValue = "v0", converter = FlowChoice.class,
+            description = "v0, v1 or concurrent (default: ${DEFAULT-VALUE}).")
+    ProxyFlow flow;
 
-    @Option(names = "--policy", defaultValue = "round-robin",
+    @Option(names = "--policy", defaultValue = "round-robin", converter = PolicyChoice.class,
             description = "round-robin, least-outstanding or prefix-affinity (default: ${DEFAULT-VALUE}).")
-    String policy;
+    Policy policy;
 
-    @Option(names = "--on-prefill-failure", defaultValue = "retry",
+    @Option(names = "--on-prefill-failure", defaultValue = "retry", converter = PrefillFailureChoice.class,
             description = "retry (another prefill instance) or decode-only (default: ${DEFAULT-VALUE}).")
-    String onPrefillFailure;
+    PrefillFailureMode onPrefillFailure;
 
     @Option(names = "--max-prefill-attempts", defaultValue = "3", description = "Default: ${DEFAULT-VALUE}.")
     int maxPrefillAttempts;
@@ -78,9 +86,9 @@ public final class ProxyCommand implements Callable<Integer> {
     @Option(names = "--health-path", defaultValue = "/health", description = "Default: ${DEFAULT-VALUE}.")
     String healthPath;
 
-    @Option(names = "--startup-check", defaultValue = "fail",
+    @Option(names = "--startup-check", defaultValue = "fail", converter = StartupCheckChoice.class,
             description = "fail, warn or off: when an instance does not serve the model. Default: ${DEFAULT-VALUE}.")
-    String startupCheck;
+    StartupCheck startupCheck;
 
     @Option(names = "--prefix-chars", defaultValue = "256",
             description = "Prompt characters hashed by prefix-affinity. Default: ${DEFAULT-VALUE}.")
@@ -97,10 +105,21 @@ public final class ProxyCommand implements Callable<Integer> {
     public Integer call() throws Exception {
         ProxyConfig config = toConfig();
         XpydProxy proxy = new XpydProxy(config).start();
-        Runtime.getRuntime().addShutdownHook(new Thread(proxy::stop, "xpyd-proxy-shutdown"));
-        System.out.println("XpYd proxy for " + config.model() + " on " + proxy.uri());
-        proxy.awaitStop();
-        return 0;
+        Thread hook = new Thread(proxy::stop, "xpyd-proxy-shutdown");
+        Runtime.getRuntime().addShutdownHook(hook);
+        try {
+            spec.commandLine().getOut().println("XpYd proxy for " + config.model() + " on " + proxy.uri());
+            spec.commandLine().getOut().flush();
+            proxy.awaitStop();
+            return 0;
+        } finally {
+            proxy.stop();
+            try {
+                Runtime.getRuntime().removeShutdownHook(hook);
+            } catch (IllegalStateException jvmShuttingDown) {
+                // The hook is running or about to: nothing left to undo.
+            }
+        }
     }
 
     /** Turns the options into a validated config; throws {@link IllegalArgumentException} naming a bad one. */
@@ -110,9 +129,9 @@ public final class ProxyCommand implements Callable<Integer> {
                 .decode(decode.toArray(String[]::new))
                 .bindHost(host)
                 .port(port)
-                .flow(choice(ProxyFlow.class, "--flow", flow))
-                .policy(choice(Policy.class, "--policy", policy))
-                .onPrefillFailure(choice(PrefillFailureMode.class, "--on-prefill-failure", onPrefillFailure))
+                .flow(flow)
+                .policy(policy)
+                .onPrefillFailure(onPrefillFailure)
                 .maxPrefillAttempts(maxPrefillAttempts)
                 .maxDecodeAttempts(maxDecodeAttempts)
                 .connectTimeout(Duration.ofMillis(connectTimeoutMs))
@@ -121,7 +140,7 @@ public final class ProxyCommand implements Callable<Integer> {
                 .maxRequestBytes(maxRequestBytes)
                 .healthInterval(Duration.ofMillis(healthIntervalMs))
                 .healthPath(healthPath)
-                .startupCheck(choice(StartupCheck.class, "--startup-check", startupCheck))
+                .startupCheck(startupCheck)
                 .prefixAffinityChars(prefixChars)
                 .adminApiKey(adminKey())
                 .build();
@@ -138,8 +157,48 @@ public final class ProxyCommand implements Callable<Integer> {
         return env.get("ADMIN_API_KEY");
     }
 
+    /** Checks {@code host:port} while parsing, so a bad address is a usage error (exit 2). */
+    static final class Address implements CommandLine.ITypeConverter<String> {
+        @Override
+        public String convert(String value) {
+            try {
+                return HostPort.parse(value).toString();
+            } catch (IllegalArgumentException e) {
+                throw new CommandLine.TypeConversionException(e.getMessage());
+            }
+        }
+    }
+
+    static final class FlowChoice implements CommandLine.ITypeConverter<ProxyFlow> {
+        @Override
+        public ProxyFlow convert(String value) {
+            return choice(ProxyFlow.class, value);
+        }
+    }
+
+    static final class PolicyChoice implements CommandLine.ITypeConverter<Policy> {
+        @Override
+        public Policy convert(String value) {
+            return choice(Policy.class, value);
+        }
+    }
+
+    static final class PrefillFailureChoice implements CommandLine.ITypeConverter<PrefillFailureMode> {
+        @Override
+        public PrefillFailureMode convert(String value) {
+            return choice(PrefillFailureMode.class, value);
+        }
+    }
+
+    static final class StartupCheckChoice implements CommandLine.ITypeConverter<StartupCheck> {
+        @Override
+        public StartupCheck convert(String value) {
+            return choice(StartupCheck.class, value);
+        }
+    }
+
     /** Parses {@code decode-only} as {@code DECODE_ONLY}, naming the allowed values on a mismatch. */
-    static <E extends Enum<E>> E choice(Class<E> type, String option, String text) {
+    static <E extends Enum<E>> E choice(Class<E> type, String text) {
         String wanted = text.strip().replace('-', '_').toUpperCase(Locale.ROOT);
         for (E e : type.getEnumConstants()) {
             if (e.name().equals(wanted)) {
@@ -150,6 +209,6 @@ public final class ProxyCommand implements Callable<Integer> {
         for (E e : type.getEnumConstants()) {
             allowed.add(e.name().toLowerCase(Locale.ROOT).replace('_', '-'));
         }
-        throw new IllegalArgumentException(option + " '" + text + "' is not one of " + allowed);
+        throw new CommandLine.TypeConversionException("'" + text + "' is not one of " + allowed);
     }
 }

@@ -71,14 +71,54 @@ class ProxyCommandTest {
     }
 
     @Test
-    void badValuesAreNamed() {
-        var e = assertThrows(IllegalArgumentException.class,
-                () -> parse(Map.of(), "--model", "m", "--decode", "b:2", "--flow", "v2").toConfig());
-        assertTrue(e.getMessage().contains("--flow 'v2'") && e.getMessage().contains("concurrent"), e.getMessage());
-        var port = assertThrows(IllegalArgumentException.class,
-                () -> parse(Map.of(), "--model", "m", "--decode", "host:99999").toConfig());
+    void badValuesAreUsageErrorsNamingTheChoices() {
+        var flow = assertThrows(CommandLine.ParameterException.class,
+                () -> parse(Map.of(), "--model", "m", "--decode", "b:2", "--flow", "v2"));
+        assertTrue(flow.getMessage().contains("'v2'") && flow.getMessage().contains("concurrent"), flow.getMessage());
+        var port = assertThrows(CommandLine.ParameterException.class,
+                () -> parse(Map.of(), "--model", "m", "--decode", "host:99999"));
         assertTrue(port.getMessage().contains("host:99999"), port.getMessage());
         assertThrows(CommandLine.MissingParameterException.class, () -> parse(Map.of(), "--model", "m"));
+    }
+
+    @Test
+    void badValueExitsWithUsageErrorAndStartsNothing() {
+        var err = new java.io.StringWriter();
+        int code = new CommandLine(new ProxyCommand()).setErr(new java.io.PrintWriter(err))
+                .execute("--model", "m", "--decode", "b:2", "--policy", "random");
+        assertEquals(2, code);
+        assertTrue(err.toString().contains("'random' is not one of [round-robin, least-outstanding,"
+                + " prefix-affinity]"), err.toString());
+    }
+
+    @Test
+    void runsAProxyThatAnswersUntilStopped() throws Exception {
+        try (var d = new VllmInstanceTestDouble("d", "m")) {
+            var out = new java.io.StringWriter();
+            int port = FailureHandlingTest.freePort();
+            ProxyCommand cmd = new ProxyCommand();
+            cmd.env = Map.of();
+            var cl = new CommandLine(cmd).setOut(new java.io.PrintWriter(out));
+            Thread runner = Thread.ofVirtual().start(() -> cl.execute("--model", "m", "--decode", d.address(),
+                    "--host", "127.0.0.1", "--port", String.valueOf(port), "--on-prefill-failure", "decode-only"));
+            try {
+                HealthCheckTest.awaitTrue(() -> out.toString().contains("127.0.0.1:" + port), "proxy started");
+                try (var http = java.net.http.HttpClient.newHttpClient()) {
+                    var res = http.send(java.net.http.HttpRequest.newBuilder(
+                                    java.net.URI.create("http://127.0.0.1:" + port + "/v1/completions"))
+                            .header("Content-Type", "application/json")
+                            .POST(java.net.http.HttpRequest.BodyPublishers.ofString("{\"prompt\":\"x\"}")).build(),
+                            java.net.http.HttpResponse.BodyHandlers.ofString());
+                    assertEquals(200, res.statusCode());
+                }
+            } finally {
+                runner.interrupt();
+                runner.join(5_000);
+            }
+            assertFalse(runner.isAlive(), "the command did not stop when interrupted");
+            assertThrows(java.net.ConnectException.class,
+                    () -> new java.net.Socket("127.0.0.1", port).close(), "the proxy still listens");
+        }
     }
 
     @Test
