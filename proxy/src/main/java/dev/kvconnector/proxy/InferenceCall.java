@@ -413,7 +413,11 @@ final class InferenceCall {
                 try {
                     bufs = ex.next(totalDeadline);
                 } catch (UpstreamFailure f) {
-                    proxy.metrics.of(ex.instance).errors.increment();
+                    ProxyMetrics.InstanceStats stats = proxy.metrics.of(ex.instance);
+                    stats.errors.increment();
+                    if (f.timeout) {
+                        stats.timeouts.increment();
+                    }
                     LOG.warn("request {}: decode stream broke after the first byte: {}", requestId, f.getMessage());
                     // The status line is gone; an SSE error event is the only way left to tell the client.
                     out.write(HttpIo.utf8("data: "));

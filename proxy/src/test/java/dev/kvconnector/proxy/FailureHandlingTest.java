@@ -134,6 +134,8 @@ class FailureHandlingTest extends ProxyTestBase {
         assertTrue(res.body().contains("timed out"), res.body());
         assertFalse(res.body().contains("[DONE]"));
         assertTrue(d.sawDisconnect.await(5, java.util.concurrent.TimeUnit.SECONDS), "slow decode was not cancelled");
+        assertTrue(get(proxy, "/metrics").body().contains(
+                "xpyd_instance_timeouts_total{role=\"decode\",instance=\"" + d.address() + "\"} 1"));
     }
 
     @Test
