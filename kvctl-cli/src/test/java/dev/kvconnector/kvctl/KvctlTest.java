@@ -56,6 +56,22 @@ class KvctlTest {
     }
 
     @Test
+    void putThenGetAcrossInvocationsThroughAnShmStore(@TempDir Path dir) throws IOException {
+        String uri = "shm:/kvctl-test-" + ProcessHandle.current().pid() + "?capacity=16MiB&dir=" + dir;
+        Path in = dir.resolve("in.bin");
+        byte[] data = new byte[123_457];
+        new java.util.Random(2).nextBytes(data);
+        Files.write(in, data);
+        assertEquals(0, kvctl("put", "--store", uri, "--key", "k", "--in", in.toString()).code());
+        Path out = dir.resolve("out.bin");
+        Run get = kvctl("get", "--store", uri, "--key", "k", "--out", out.toString());
+        assertEquals(0, get.code(), get.err());
+        assertEquals(-1, Files.mismatch(in, out));
+        assertEquals(0, kvctl("rm", "--store", uri, "--key", "k").code());
+        assertEquals(Kvctl.EXIT_MISS, kvctl("exists", "--store", uri, "--key", "k").code());
+    }
+
+    @Test
     void unknownStoreFailsWithTheHint() {
         Run r = kvctl("exists", "--store", "nosuch://h:1", "--key", "k");
         assertEquals(Kvctl.EXIT_FAILURE, r.code());
