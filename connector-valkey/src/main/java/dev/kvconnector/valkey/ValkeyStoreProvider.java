@@ -1,0 +1,26 @@
+package dev.kvconnector.valkey;
+
+import dev.kvconnector.store.KVStore;
+import dev.kvconnector.store.KVStoreProvider;
+import dev.kvconnector.store.StoreUri;
+import java.util.Set;
+
+/**
+ * Opens {@link ValkeyStore}s for {@code valkey://} URIs and their alias {@code redis://}. Found through
+ * {@link java.util.ServiceLoader}.
+ */
+public final class ValkeyStoreProvider implements KVStoreProvider {
+    /** Creates the provider; ServiceLoader calls this. */
+    public ValkeyStoreProvider() {
+    }
+
+    @Override
+    public Set<String> schemes() {
+        return Set.of("valkey", "redis");
+    }
+
+    @Override
+    public KVStore open(StoreUri uri) {
+        return ValkeyStore.open(uri);
+    }
+}
