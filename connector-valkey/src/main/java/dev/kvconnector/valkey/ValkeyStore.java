@@ -157,8 +157,13 @@ public final class ValkeyStore implements KVStore {
             c.writer().array(3).raw(CONFIG).raw(CONFIG_GET).bulk("proto-max-bulk-len")
                     .array(3).raw(CONFIG).raw(CONFIG_GET).bulk("maxmemory-policy").flush();
             Map<String, String> bulkLen = c.reader().readStringMap();
+            String configError = bulkLen == null ? c.reader().lastError() : null;
             Map<String, String> policy = c.reader().readStringMap();
             clean = true;
+            if (configError != null && configError.startsWith("NOAUTH")) {
+                // RESP2 without a password sends no AUTH: the first command is where a server says it needs one.
+                throw serverError(c, "open", null, configError);
+            }
             if (bulkLen != null && bulkLen.get("proto-max-bulk-len") != null) {
                 maxValueBytes = Long.parseLong(bulkLen.get("proto-max-bulk-len").trim());
             }
@@ -509,7 +514,10 @@ public final class ValkeyStore implements KVStore {
                             + "); maxmemory-policy is " + maxmemoryPolicy)
                     .hint("with maxmemory-policy noeviction the server refuses writes at maxmemory: use allkeys-lru"
                             + " (or volatile-lru with ttl=), raise maxmemory, or remove entries");
-        } else if (upper.startsWith("NOAUTH") || upper.startsWith("WRONGPASS") || upper.startsWith("NOPERM")) {
+        } else if (upper.startsWith("NOAUTH")) {
+            b = KVException.of(ErrorCode.AUTH_FAILED, hp + " refused the command: " + msg)
+                    .hint("the server requires a password: valkey://[user]:password@host:port");
+        } else if (upper.startsWith("WRONGPASS") || upper.startsWith("NOPERM")) {
             b = KVException.of(ErrorCode.AUTH_FAILED, hp + " refused the command: " + msg)
                     .hint("check the password and the ACL rules of the user in the store URI");
         } else if (upper.startsWith("LOADING") || upper.startsWith("BUSY") || upper.startsWith("TRYAGAIN")

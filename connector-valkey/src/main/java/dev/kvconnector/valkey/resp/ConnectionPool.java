@@ -71,6 +71,8 @@ public final class ConnectionPool implements AutoCloseable {
                 connect(c, gen);
             }
         } catch (RuntimeException e) {
+            // The server is gone or changed: connections opened before are suspect too.
+            generation.incrementAndGet();
             c.close();
             idle.offer(c);
             throw e;

@@ -135,6 +135,15 @@ public final class RedisServerProcess implements AutoCloseable {
                 + Files.readString(log));
     }
 
+    /** What the server printed so far, for failure messages. */
+    public String log() {
+        try {
+            return Files.readString(dir.resolve("server-" + port + ".log"));
+        } catch (IOException e) {
+            return "(no log: " + e + ")";
+        }
+    }
+
     /** The TCP port. */
     public int port() {
         return port;
