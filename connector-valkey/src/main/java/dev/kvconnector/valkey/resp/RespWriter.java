@@ -133,7 +133,7 @@ public final class RespWriter {
         reset();
     }
 
-    /** The UTF-8 length of {@code s} in bytes, without allocating. */
+    /** The length in bytes of {@code s.getBytes(UTF_8)}, without allocating. */
     public static int utf8Length(String s) {
         int n = s.length();
         int len = n;
@@ -145,9 +145,10 @@ public final class RespWriter {
                 } else if (Character.isHighSurrogate(c) && i + 1 < n && Character.isLowSurrogate(s.charAt(i + 1))) {
                     len += 2;
                     i++;
-                } else {
+                } else if (!Character.isSurrogate(c)) {
                     len += 2;
                 }
+                // A lone surrogate encodes as one replacement byte '?', as String.getBytes does.
             }
         }
         return len;
