@@ -1,0 +1,320 @@
+package dev.kvconnector.connector;
+
+import dev.kvconnector.error.ErrorCode;
+import dev.kvconnector.error.KVException;
+import dev.kvconnector.key.Granularity;
+import dev.kvconnector.key.KeyContext;
+import dev.kvconnector.key.KeyPlan;
+import dev.kvconnector.key.KeyScheme;
+import dev.kvconnector.key.KeySchemes;
+import dev.kvconnector.key.RequestTokens;
+import dev.kvconnector.layout.KVLayout;
+import dev.kvconnector.memory.SegmentPool;
+import dev.kvconnector.store.KVStore;
+import dev.kvconnector.store.PutOptions;
+import dev.kvconnector.store.RegisteredMemory;
+import dev.kvconnector.store.StoreCapability;
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * Moves a request's KV cache and hidden states between an engine and a {@link KVStore}, with vLLM's lookup-buffer
+ * semantics done right: a producer inserts layer by layer and commits; a consumer looks up the longest committed
+ * prefix and drop-selects it into its own cache, either after the commit or layer by layer while the producer is
+ * still writing.
+ *
+ * <p>Objects, per chunk of the request (the default key scheme {@code kvc-v1}, 256-token chunks): one per layer
+ * holding K and V (or the MLA latent) as {@code [tensors, T, kvHeads, headSize]} in kvconnector's raw format
+ * (64-byte header with the layout fingerprint and a CRC32C), one for the hidden states, and a manifest written
+ * last that makes the chunk visible. A miss is a {@link DropResult} with a {@link MissReason}; failures of the
+ * store are {@link KVException}s.
+ *
+ * <p>Thread-safe: many sessions may run at once. Layer puts run on the connector's I/O threads so they overlap the
+ * engine's compute; staging memory comes from a pool (no arena per transfer), registered once with stores that
+ * support zero-copy registration.
+ */
+public final class KVStoreConnector implements AutoCloseable {
+    private final KVStore store;
+    private final KVLayout layout;
+    private final KeyScheme scheme;
+    private final KeyContext keyContext;
+    private final DropMode dropMode;
+    private final PutOptions putOptions;
+    private final boolean checksums;
+    private final long layerTimeoutMillis;
+    private final long fingerprint;
+    private final SegmentPool staging;
+    private final ThreadPoolExecutor io;
+    private final RegisteredMemory registration;
+    private final ConnectorMetrics metrics = new ConnectorMetrics();
+    private volatile boolean closed;
+
+    private KVStoreConnector(Builder b) {
+        this.store = b.store;
+        this.layout = b.layout;
+        this.scheme = KeySchemes.byName(b.keyScheme);
+        if (scheme.granularity() != Granularity.CHUNK_LAYER) {
+            throw KVException.of(ErrorCode.UNSUPPORTED, "key scheme " + scheme.name() + " stores " + scheme.granularity()
+                    + " objects; the connector moves one object per chunk and layer")
+                    .hint("use the default scheme " + KeySchemes.DEFAULT + "; " + scheme.name()
+                            + " keys are for interop tools (kvctl key) until its layout lands in the connector").build();
+        }
+        this.keyContext = new KeyContext(b.modelId == null ? layout.name() : b.modelId, layout, b.tpRank, b.worldSize,
+                b.chunkTokens);
+        this.dropMode = b.dropMode;
+        this.putOptions = PutOptions.DEFAULT.withTtlMillis(b.ttlMillis);
+        this.checksums = b.checksums;
+        this.layerTimeoutMillis = b.layerTimeoutMillis;
+        this.fingerprint = layout.fingerprint();
+        this.registration = store.capabilities().contains(StoreCapability.REGISTERED_MEMORY)
+                && store instanceof RegisteredMemory r ? r : null;
+        this.staging = registration == null ? new SegmentPool(b.stagingBytes)
+                : new SegmentPool(b.stagingBytes, registration::register);
+        AtomicInteger n = new AtomicInteger();
+        this.io = new ThreadPoolExecutor(b.ioThreads, b.ioThreads, 0, TimeUnit.SECONDS,
+                new ArrayBlockingQueue<>(4096), r -> {
+                    Thread t = new Thread(r, "kvconnector-io-" + n.incrementAndGet());
+                    t.setDaemon(true);
+                    return t;
+                }, new ThreadPoolExecutor.CallerRunsPolicy());
+    }
+
+    /** Starts a builder for a connector over {@code store} with {@code layout}. */
+    public static Builder builder(KVStore store, KVLayout layout) {
+        return new Builder(store, layout);
+    }
+
+    /** Begins inserting a request's KV; nothing is visible to consumers until the session commits. */
+    public InsertSession beginInsert(RequestTokens request) {
+        return new InsertSession(this, geometry(request, "beginInsert"));
+    }
+
+    /** The longest committed prefix of the request, in tokens, at chunk granularity (0 when nothing is stored). */
+    public int lookup(RequestTokens request) {
+        ChunkGeometry geo = geometry(request, "lookup");
+        int matched = 0;
+        for (var c : geo.chunks) {
+            if (!store.exists(c.manifestKey())) {
+                break;
+            }
+            matched = c.endToken();
+        }
+        return matched;
+    }
+
+    /** Reads the longest committed prefix of the request into {@code target}, with the connector's drop mode. */
+    public DropResult dropSelect(RequestTokens request, DropTarget target) {
+        return dropSelect(request, target, dropMode);
+    }
+
+    /** Reads the longest committed prefix of the request into {@code target}, then consumes or retains it. */
+    public DropResult dropSelect(RequestTokens request, DropTarget target, DropMode mode) {
+        DropSession s = newDrop(request, target, mode, false);
+        s.run();
+        return s.result();
+    }
+
+    /**
+     * Starts a layer-wise drop-select that may begin before the producer commits: each layer is loaded as soon as
+     * it is stored, waiting at most the connector's layer timeout overall.
+     */
+    public DropSession beginDropSelect(RequestTokens request, DropTarget target) {
+        DropSession s = newDrop(request, target, dropMode, true);
+        execute(s::run);
+        return s;
+    }
+
+    private DropSession newDrop(RequestTokens request, DropTarget target, DropMode mode, boolean streaming) {
+        ChunkGeometry geo = geometry(request, "dropSelect");
+        target.validate(layout, geo.plan.totalTokens());
+        return new DropSession(this, geo, target, mode, streaming, layerTimeoutMillis * 1_000_000L,
+                request.totalTokens());
+    }
+
+    private ChunkGeometry geometry(RequestTokens request, String op) {
+        if (closed) {
+            throw KVException.of(ErrorCode.CLOSED, "the connector is closed").store(store.uri()).operation(op).build();
+        }
+        KeyPlan plan = scheme.plan(keyContext, request);
+        return new ChunkGeometry(plan, layout);
+    }
+
+    /** Per-layer latency, bytes, hits and misses so far. */
+    public ConnectorMetrics.Snapshot metrics() {
+        return metrics.snapshot();
+    }
+
+    /** Zeroes every metric, for example after a warm-up or at the start of a reporting interval. */
+    public void resetMetrics() {
+        metrics.reset();
+    }
+
+    /** The store. */
+    public KVStore store() {
+        return store;
+    }
+
+    /** The layout. */
+    public KVLayout layout() {
+        return layout;
+    }
+
+    /** The key context (model, layout, rank, chunk size). */
+    public KeyContext keyContext() {
+        return keyContext;
+    }
+
+    ConnectorMetrics metricsRecorder() {
+        return metrics;
+    }
+
+    SegmentPool staging() {
+        return staging;
+    }
+
+    PutOptions putOptions() {
+        return putOptions;
+    }
+
+    boolean checksums() {
+        return checksums;
+    }
+
+    long fingerprint() {
+        return fingerprint;
+    }
+
+    long layerTimeoutMillis() {
+        return layerTimeoutMillis;
+    }
+
+    void execute(Runnable task) {
+        io.execute(task);
+    }
+
+    /**
+     * Waits for in-flight transfers, releases staging memory and its registration. The store stays open: the
+     * caller opened it and closes it.
+     */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        io.shutdown();
+        try {
+            if (!io.awaitTermination(layerTimeoutMillis + 30_000, TimeUnit.MILLISECONDS)) {
+                io.shutdownNow();
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            io.shutdownNow();
+        }
+        if (registration != null) {
+            for (MemorySegment s : staging.segments()) {
+                registration.unregister(s);
+            }
+        }
+        staging.close();
+    }
+
+    /** Configures a {@link KVStoreConnector}. Every number has a default that suits one 8-GPU node. */
+    public static final class Builder {
+        private final KVStore store;
+        private final KVLayout layout;
+        private String modelId;
+        private String keyScheme = KeySchemes.DEFAULT;
+        private int tpRank;
+        private int worldSize = 1;
+        private int chunkTokens = KeyContext.DEFAULT_CHUNK_TOKENS;
+        private DropMode dropMode = DropMode.CONSUME;
+        private long ttlMillis;
+        private boolean checksums = true;
+        private long stagingBytes = 1L << 30;
+        private int ioThreads = 2;
+        private long layerTimeoutMillis = 10_000;
+
+        private Builder(KVStore store, KVLayout layout) {
+            if (store == null || layout == null) {
+                throw KVException.of(ErrorCode.INVALID_ARGUMENT, "a connector needs a store and a layout").build();
+            }
+            this.store = store;
+            this.layout = layout;
+        }
+
+        /** The served model's id, bound into every key (default: the layout's name). */
+        public Builder modelId(String id) {
+            this.modelId = id;
+            return this;
+        }
+
+        /** The key scheme by name (default {@code kvc-v1}). */
+        public Builder keyScheme(String name) {
+            this.keyScheme = name;
+            return this;
+        }
+
+        /** This worker's tensor-parallel rank and size (default 0 of 1). */
+        public Builder tensorParallel(int rank, int size) {
+            this.tpRank = rank;
+            this.worldSize = size;
+            return this;
+        }
+
+        /** Tokens per chunk, the granularity of prefix matching (default 256). */
+        public Builder chunkTokens(int tokens) {
+            this.chunkTokens = tokens;
+            return this;
+        }
+
+        /** Consume (default) or retain after a drop-select. */
+        public Builder dropMode(DropMode mode) {
+            this.dropMode = mode;
+            return this;
+        }
+
+        /** Time to live of stored objects in ms; 0 (default) leaves it to the store. */
+        public Builder ttlMillis(long ttl) {
+            this.ttlMillis = ttl;
+            return this;
+        }
+
+        /** Whether layer objects carry a CRC32C of their payload (default true). */
+        public Builder checksums(boolean on) {
+            this.checksums = on;
+            return this;
+        }
+
+        /** The bound of the staging pool in bytes (default 1 GiB). */
+        public Builder stagingBytes(long bytes) {
+            this.stagingBytes = bytes;
+            return this;
+        }
+
+        /** Threads that run store transfers (default 2). */
+        public Builder ioThreads(int n) {
+            this.ioThreads = n;
+            return this;
+        }
+
+        /** How long a layer-wise drop-select waits in total for the producer, in ms (default 10 000). */
+        public Builder layerTimeoutMillis(long ms) {
+            this.layerTimeoutMillis = ms;
+            return this;
+        }
+
+        /** Builds the connector; invalid settings are {@code INVALID_ARGUMENT} errors. */
+        public KVStoreConnector build() {
+            if (ioThreads < 1 || stagingBytes < 1 || layerTimeoutMillis < 0 || ttlMillis < 0) {
+                throw KVException.of(ErrorCode.INVALID_ARGUMENT, "connector settings: ioThreads=" + ioThreads
+                        + " stagingBytes=" + stagingBytes + " layerTimeoutMillis=" + layerTimeoutMillis + " ttlMillis="
+                        + ttlMillis + " (need ioThreads >= 1, stagingBytes >= 1, the rest >= 0)").build();
+            }
+            return new KVStoreConnector(this);
+        }
+    }
+}

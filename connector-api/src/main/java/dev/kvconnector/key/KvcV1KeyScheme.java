@@ -1,0 +1,156 @@
+package dev.kvconnector.key;
+
+import dev.kvconnector.error.ErrorCode;
+import dev.kvconnector.error.KVException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * kvconnector's own key scheme ({@link KeySchemes#DEFAULT}): one object per chunk per layer, plus a hidden-state
+ * object and a manifest per chunk, under keys that bind the model, the layout, the TP rank and size, the namespace
+ * and every token of the prefix up to the chunk's end. docs/key-schemes.md specifies it byte for byte, with a
+ * Python reference implementation and test vectors.
+ *
+ * <ul>
+ *   <li>Seed: {@code h_{-1} = SHA-256("kvc-v1" 0x00 modelId 0x00 layout.fingerprintHex() 0x00 tpRank 0x00 worldSize
+ *       0x00 namespace)}, text in UTF-8, numbers in decimal, a null namespace written as the empty string.</li>
+ *   <li>Tokens: chunk {@code i} covers tokens {@code [i*C, min((i+1)*C, T))}, {@code C = context.chunkTokens()}; the
+ *       trailing partial chunk is kept. {@code h_i = SHA-256(h_{i-1} || 0x00 || uint32 LE token count || each token
+ *       as int32 LE)}.</li>
+ *   <li>Engine chunk hashes ({@link RequestTokens#ofChunkHashes}): chunk {@code i} covers the engine's chunk
+ *       {@code i}; {@code h_i = SHA-256(h_{i-1} || 0x01 || UTF-8 of engine hash i)}.</li>
+ *   <li>Keys, with {@code X} the 64 lower-case hex digits of {@code h_i}: layer {@code L} is {@code kvc1:{X}:L<L>},
+ *       hidden states {@code kvc1:{X}:H}, manifest {@code kvc1:{X}:M}. The braces are a Valkey cluster hash tag, so
+ *       every object of one chunk lands in one slot.</li>
+ * </ul>
+ *
+ * <p>The 0x00 and 0x01 mode bytes keep a token chunk from ever hashing like an engine hash. Model ids and namespaces
+ * containing U+0000 are refused, because the seed uses NUL as its separator.
+ */
+public final class KvcV1KeyScheme implements KeyScheme {
+    /** This scheme's name. */
+    public static final String NAME = "kvc-v1";
+    /** Every key of this scheme starts with this prefix. */
+    public static final String KEY_PREFIX = "kvc1:";
+
+    private static final HexFormat HEX = HexFormat.of();
+    /** Fixed apart from {@link #NAME} so that renaming the scheme can never change its keys. */
+    private static final String SEED_LABEL = "kvc-v1";
+    private static final byte SEPARATOR = 0x00;
+    private static final byte TOKEN_MODE = 0x00;
+    private static final byte ENGINE_HASH_MODE = 0x01;
+
+    /** Creates the scheme; it holds no state. */
+    public KvcV1KeyScheme() {
+    }
+
+    @Override
+    public String name() {
+        return NAME;
+    }
+
+    @Override
+    public Granularity granularity() {
+        return Granularity.CHUNK_LAYER;
+    }
+
+    @Override
+    public KeyPlan plan(KeyContext context, RequestTokens request) {
+        Objects.requireNonNull(context, "context");
+        Objects.requireNonNull(request, "request");
+        String namespace = request.namespace() == null ? "" : request.namespace();
+        requireNoNul("model id", context.modelId());
+        requireNoNul("namespace", namespace);
+        MessageDigest sha = sha256();
+        byte[] previous = sha.digest(seedText(context, namespace).getBytes(StandardCharsets.UTF_8));
+        int layers = context.layout().numLayers();
+        return request.hasTokens()
+                ? planFromTokens(sha, previous, context.chunkTokens(), layers, request)
+                : planFromEngineHashes(sha, previous, layers, request);
+    }
+
+    private static KeyPlan planFromTokens(MessageDigest sha, byte[] seed, int chunkTokens, int layers,
+                                          RequestTokens request) {
+        int total = request.totalTokens();
+        List<ChunkKeys> chunks = new ArrayList<>(total / chunkTokens + 1);
+        ByteBuffer body = ByteBuffer.allocate(1 + Integer.BYTES + Integer.BYTES * Math.min(chunkTokens, total))
+                .order(ByteOrder.LITTLE_ENDIAN);
+        byte[] previous = seed;
+        int stop;
+        for (int start = 0, index = 0; start < total; start = stop, index++) {
+            stop = (int) Math.min((long) start + chunkTokens, total);
+            body.clear();
+            body.put(TOKEN_MODE).putInt(stop - start);
+            for (int t = start; t < stop; t++) {
+                body.putInt(request.token(t));
+            }
+            body.flip();
+            sha.update(previous);
+            sha.update(body);
+            previous = sha.digest();
+            chunks.add(chunk(index, start, stop, previous, layers));
+        }
+        return new KeyPlan(NAME, Granularity.CHUNK_LAYER, chunks);
+    }
+
+    private static KeyPlan planFromEngineHashes(MessageDigest sha, byte[] seed, int layers, RequestTokens request) {
+        String[] hashes = request.chunkHashes();
+        int chunkTokens = request.chunkHashTokens();
+        int total = request.totalTokens();
+        List<ChunkKeys> chunks = new ArrayList<>(hashes.length);
+        byte[] previous = seed;
+        for (int i = 0; i < hashes.length; i++) {
+            if (hashes[i] == null) {
+                throw KVException.of(ErrorCode.INVALID_ARGUMENT, "engine chunk hash " + i + " of " + hashes.length
+                        + " is null").operation("plan").hint("the engine must supply a hash for every chunk").build();
+            }
+            sha.update(previous);
+            sha.update(ENGINE_HASH_MODE);
+            sha.update(hashes[i].getBytes(StandardCharsets.UTF_8));
+            previous = sha.digest();
+            int start = i * chunkTokens;
+            int stop = (int) Math.min((long) start + chunkTokens, total);
+            chunks.add(chunk(i, start, stop, previous, layers));
+        }
+        return new KeyPlan(NAME, Granularity.CHUNK_LAYER, chunks);
+    }
+
+    private static ChunkKeys chunk(int index, int start, int stop, byte[] hash, int layers) {
+        String hex = HEX.formatHex(hash);
+        String tagged = KEY_PREFIX + "{" + hex + "}:";
+        String[] layerKeys = new String[layers];
+        for (int layer = 0; layer < layers; layer++) {
+            layerKeys[layer] = tagged + "L" + layer;
+        }
+        return new ChunkKeys(index, start, stop, hex, layerKeys, tagged + "H", tagged + "M");
+    }
+
+    private static String seedText(KeyContext context, String namespace) {
+        char sep = (char) SEPARATOR;
+        return SEED_LABEL + sep + context.modelId() + sep + context.layout().fingerprintHex() + sep + context.tpRank() + sep
+                + context.worldSize() + sep + namespace;
+    }
+
+    private static void requireNoNul(String what, String value) {
+        if (value.indexOf('\0') >= 0) {
+            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "kvc-v1 keys cannot bind a " + what
+                    + " that contains U+0000").operation("plan")
+                    .hint("the seed separates its fields with NUL; remove the NUL character from the " + what).build();
+        }
+    }
+
+    private static MessageDigest sha256() {
+        try {
+            return MessageDigest.getInstance("SHA-256");
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("every JDK has SHA-256", e);
+        }
+    }
+}

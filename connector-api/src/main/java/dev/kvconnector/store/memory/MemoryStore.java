@@ -1,0 +1,344 @@
+package dev.kvconnector.store.memory;
+
+import dev.kvconnector.error.ErrorCode;
+import dev.kvconnector.error.KVException;
+import dev.kvconnector.memory.NativeMemory;
+import dev.kvconnector.store.GetResult;
+import dev.kvconnector.store.KVStore;
+import dev.kvconnector.store.PutOptions;
+import dev.kvconnector.store.StoreCapability;
+import dev.kvconnector.store.StoreUri;
+import java.lang.foreign.MemorySegment;
+import java.util.EnumSet;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * The in-process, off-heap store behind {@code memory:?capacity=2GiB&ttl=10m&eviction=lru|refuse}.
+ *
+ * <p>Values live in native memory from {@link NativeMemory}; capacity (bytes of values) is a hard bound, kept by
+ * evicting least-recently-used entries, or by refusing the put with {@code STORE_FULL} when {@code eviction=refuse}.
+ * Reads copy straight from the stored memory into the caller's segment. A reader holds a reference to the entry
+ * while it copies, so a concurrent remove or eviction frees the memory only after the copy ends.
+ *
+ * <p>The lock guards only the index and the LRU order; copies run outside it, so readers and writers of different
+ * keys proceed in parallel.
+ */
+public final class MemoryStore implements KVStore {
+    /** Default capacity: 1 GiB. */
+    public static final long DEFAULT_CAPACITY = 1L << 30;
+    static final Set<String> OPTIONS = Set.of("capacity", "ttl", "eviction");
+
+    private final String uri;
+    private final long capacity;
+    private final long defaultTtlMillis;
+    private final boolean evict;
+    private final ReentrantLock lock = new ReentrantLock();
+    private final LinkedHashMap<String, Entry> index = new LinkedHashMap<>(64, 0.75f, true);
+    private long reservedBytes;
+    private volatile boolean closed;
+
+    private final class Entry {
+        final MemorySegment data;
+        final long expiresAtNanos;
+        final AtomicInteger refs = new AtomicInteger(1);
+
+        Entry(MemorySegment data, long expiresAtNanos) {
+            this.data = data;
+            this.expiresAtNanos = expiresAtNanos;
+        }
+
+        boolean expired(long now) {
+            return expiresAtNanos != 0 && now - expiresAtNanos >= 0;
+        }
+
+        void release() {
+            if (refs.decrementAndGet() == 0) {
+                long size = data.byteSize();
+                NativeMemory.free(data);
+                lock.lock();
+                try {
+                    reservedBytes -= size;
+                } finally {
+                    lock.unlock();
+                }
+            }
+        }
+    }
+
+    private MemoryStore(String uri, long capacity, long defaultTtlMillis, boolean evict) {
+        this.uri = uri;
+        this.capacity = capacity;
+        this.defaultTtlMillis = defaultTtlMillis;
+        this.evict = evict;
+    }
+
+    /** Opens a store from a parsed {@code memory:} URI. */
+    public static MemoryStore open(StoreUri uri) {
+        uri.requireKnownParams(OPTIONS);
+        if (!uri.hosts().isEmpty() || !uri.path().isEmpty()) {
+            throw KVException.of(ErrorCode.INVALID_URI, "a memory: store takes no host or path, only options")
+                    .store(uri.masked()).hint("write memory:?capacity=2GiB").build();
+        }
+        long capacity = uri.sizeParam("capacity", DEFAULT_CAPACITY);
+        if (capacity <= 0) {
+            throw KVException.of(ErrorCode.INVALID_URI, "capacity must be positive").store(uri.masked()).build();
+        }
+        String eviction = uri.params().getOrDefault("eviction", "lru");
+        if (!eviction.equals("lru") && !eviction.equals("refuse")) {
+            throw KVException.of(ErrorCode.INVALID_URI, "eviction=" + eviction + " is neither lru nor refuse")
+                    .store(uri.masked()).build();
+        }
+        return new MemoryStore(uri.masked(), capacity, uri.durationMillisParam("ttl", 0), eviction.equals("lru"));
+    }
+
+    /** Opens a store with the given capacity in bytes, LRU eviction and no TTL. */
+    public static MemoryStore withCapacity(long capacityBytes) {
+        return open(StoreUri.parse("memory:?capacity=" + capacityBytes));
+    }
+
+    @Override
+    public String uri() {
+        return uri;
+    }
+
+    @Override
+    public Set<StoreCapability> capabilities() {
+        return EnumSet.of(StoreCapability.NATIVE_TTL);
+    }
+
+    /** The capacity in bytes. */
+    public long capacity() {
+        return capacity;
+    }
+
+    /** Bytes of values held, including values whose removal waits for a reader to finish. */
+    public long usedBytes() {
+        lock.lock();
+        try {
+            return reservedBytes;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The number of live keys. */
+    public int count() {
+        lock.lock();
+        try {
+            return index.size();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    @Override
+    public boolean put(String key, MemorySegment value, PutOptions options) {
+        checkOpen("put", key);
+        long size = value.byteSize();
+        if (size > capacity) {
+            throw KVException.of(ErrorCode.VALUE_TOO_LARGE, size + " bytes exceed the store's capacity of " + capacity
+                    + " bytes").store(uri).operation("put").key(key).hint("raise capacity= in the store URI").build();
+        }
+        long ttl = options.ttlMillis() > 0 ? options.ttlMillis() : defaultTtlMillis;
+        long expires = ttl > 0 ? nonZero(System.nanoTime() + ttl * 1_000_000L) : 0;
+        lock.lock();
+        try {
+            if (options.ifAbsent() && liveEntry(key, System.nanoTime()) != null) {
+                return false;
+            }
+            reserve(key, size);
+        } finally {
+            lock.unlock();
+        }
+        MemorySegment data;
+        try {
+            data = NativeMemory.allocate(size);
+        } catch (RuntimeException e) {
+            unreserve(size);
+            throw e;
+        }
+        MemorySegment.copy(value, 0, data, 0, size);
+        Entry fresh = new Entry(data, expires);
+        Entry old;
+        lock.lock();
+        try {
+            if (closed || (options.ifAbsent() && liveEntry(key, System.nanoTime()) != null)) {
+                old = fresh;
+                fresh = null;
+            } else {
+                old = index.put(key, fresh);
+            }
+        } finally {
+            lock.unlock();
+        }
+        if (old != null) {
+            old.release();
+        }
+        if (fresh == null) {
+            checkOpen("put", key);
+        }
+        return fresh != null;
+    }
+
+    private static long nonZero(long t) {
+        return t == 0 ? 1 : t;
+    }
+
+    private void reserve(String key, long size) {
+        if (reservedBytes + size > capacity) {
+            purgeExpired();
+        }
+        if (evict) {
+            Iterator<Map.Entry<String, Entry>> it = index.entrySet().iterator();
+            while (reservedBytes + size > capacity && it.hasNext()) {
+                Entry victim = it.next().getValue();
+                it.remove();
+                victim.release();
+            }
+        }
+        if (reservedBytes + size > capacity) {
+            throw KVException.of(ErrorCode.STORE_FULL, "no room for " + size + " bytes: " + reservedBytes + " of "
+                    + capacity + " bytes in use" + (evict ? ", held by readers still copying" : ""))
+                    .store(uri).operation("put").key(key)
+                    .hint(evict ? "raise capacity= or wait for readers" : "eviction=refuse is set: remove entries, "
+                            + "use TTLs, or raise capacity=").build();
+        }
+        reservedBytes += size;
+    }
+
+    private void unreserve(long size) {
+        lock.lock();
+        try {
+            reservedBytes -= size;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private void purgeExpired() {
+        long now = System.nanoTime();
+        Iterator<Entry> it = index.values().iterator();
+        while (it.hasNext()) {
+            Entry e = it.next();
+            if (e.expired(now)) {
+                it.remove();
+                e.release();
+            }
+        }
+    }
+
+    /** The live entry for key, removing it when expired. Caller holds the lock. */
+    private Entry liveEntry(String key, long now) {
+        Entry e = index.get(key);
+        if (e != null && e.expired(now)) {
+            index.remove(key);
+            e.release();
+            return null;
+        }
+        return e;
+    }
+
+    private Entry retain(String key, String op) {
+        checkOpen(op, key);
+        lock.lock();
+        try {
+            Entry e = liveEntry(key, System.nanoTime());
+            if (e != null) {
+                e.refs.incrementAndGet();
+            }
+            return e;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    @Override
+    public long getInto(String key, MemorySegment dst) {
+        Entry e = retain(key, "getInto");
+        if (e == null) {
+            return GetResult.MISS;
+        }
+        try {
+            long size = e.data.byteSize();
+            if (dst.byteSize() < size) {
+                return GetResult.tooSmall(size);
+            }
+            MemorySegment.copy(e.data, 0, dst, 0, size);
+            return size;
+        } finally {
+            e.release();
+        }
+    }
+
+    @Override
+    public long size(String key) {
+        checkOpen("size", key);
+        lock.lock();
+        try {
+            Entry e = liveEntry(key, System.nanoTime());
+            return e == null ? -1 : e.data.byteSize();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    @Override
+    public boolean remove(String key) {
+        checkOpen("remove", key);
+        Entry e;
+        lock.lock();
+        try {
+            e = liveEntry(key, System.nanoTime());
+            if (e != null) {
+                index.remove(key);
+            }
+        } finally {
+            lock.unlock();
+        }
+        if (e != null) {
+            e.release();
+        }
+        return e != null;
+    }
+
+    @Override
+    public String healthCheck() {
+        checkOpen("healthCheck", null);
+        return uri + ": " + count() + " keys, " + usedBytes() + " of " + capacity + " bytes used";
+    }
+
+    private void checkOpen(String op, String key) {
+        if (closed) {
+            throw KVException.of(ErrorCode.CLOSED, "the store is closed").store(uri).operation(op).key(key).build();
+        }
+    }
+
+    @Override
+    public void close() {
+        lock.lock();
+        try {
+            if (closed) {
+                return;
+            }
+            closed = true;
+        } finally {
+            lock.unlock();
+        }
+        Entry[] entries;
+        lock.lock();
+        try {
+            entries = index.values().toArray(new Entry[0]);
+            index.clear();
+        } finally {
+            lock.unlock();
+        }
+        for (Entry e : entries) {
+            e.release();
+        }
+    }
+}

@@ -1,0 +1,116 @@
+package dev.kvconnector.store.memory;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.kvconnector.error.ErrorCode;
+import dev.kvconnector.error.KVException;
+import dev.kvconnector.store.GetResult;
+import dev.kvconnector.store.KVStores;
+import dev.kvconnector.store.PutOptions;
+import dev.kvconnector.testkit.Segments;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import org.junit.jupiter.api.Test;
+
+class MemoryStoreTest {
+
+    @Test
+    void capacityIsAHardBoundKeptByEvictingTheLeastRecentlyUsed() {
+        try (Arena a = Arena.ofConfined(); MemoryStore s = (MemoryStore) KVStores.open("memory:?capacity=3000")) {
+            MemorySegment v = Segments.random(a, 1000, 1);
+            s.put("a", v, PutOptions.DEFAULT);
+            s.put("b", v, PutOptions.DEFAULT);
+            s.put("c", v, PutOptions.DEFAULT);
+            assertEquals(1000, s.getInto("a", a.allocate(1000)));
+            s.put("d", v, PutOptions.DEFAULT);
+            assertTrue(s.exists("a"), "a was used most recently but got evicted");
+            assertFalse(s.exists("b"), "b was least recently used and should have gone");
+            assertTrue(s.usedBytes() <= 3000);
+            assertEquals(3, s.count());
+        }
+    }
+
+    @Test
+    void refusePolicyFailsWithStoreFullAndKeepsEveryEntry() {
+        try (Arena a = Arena.ofConfined();
+             MemoryStore s = (MemoryStore) KVStores.open("memory:?capacity=2000&eviction=refuse")) {
+            MemorySegment v = Segments.random(a, 1000, 2);
+            s.put("a", v, PutOptions.DEFAULT);
+            s.put("b", v, PutOptions.DEFAULT);
+            KVException e = assertThrows(KVException.class, () -> s.put("c", v, PutOptions.DEFAULT));
+            assertEquals(ErrorCode.STORE_FULL, e.code());
+            assertTrue(e.getMessage().contains("2000"), e.getMessage());
+            assertTrue(s.exists("a") && s.exists("b"));
+            assertFalse(s.exists("c"));
+        }
+    }
+
+    @Test
+    void valueLargerThanCapacityIsRefusedUpFront() {
+        try (Arena a = Arena.ofConfined(); MemoryStore s = MemoryStore.withCapacity(100)) {
+            KVException e = assertThrows(KVException.class, () -> s.put("k", a.allocate(101), PutOptions.DEFAULT));
+            assertEquals(ErrorCode.VALUE_TOO_LARGE, e.code());
+            assertEquals(0, s.usedBytes());
+        }
+    }
+
+    @Test
+    void defaultTtlFromTheUriApplies() throws InterruptedException {
+        try (Arena a = Arena.ofConfined(); MemoryStore s = (MemoryStore) KVStores.open("memory:?ttl=50ms")) {
+            s.put("k", a.allocate(8), PutOptions.DEFAULT);
+            Thread.sleep(120);
+            assertTrue(GetResult.isMiss(s.getInto("k", a.allocate(8))));
+            assertEquals(0, s.usedBytes(), "expired entry still holds memory");
+        }
+    }
+
+    @Test
+    void removalDuringARead() throws Exception {
+        try (Arena a = Arena.ofShared(); MemoryStore s = MemoryStore.withCapacity(1L << 30)) {
+            long size = 32L << 20;
+            MemorySegment v = Segments.random(a, size, 3);
+            ExecutorService pool = Executors.newFixedThreadPool(2);
+            try {
+                for (int round = 0; round < 5; round++) {
+                    s.put("k", v, PutOptions.DEFAULT);
+                    CountDownLatch go = new CountDownLatch(1);
+                    Future<Long> reader = pool.submit(() -> {
+                        MemorySegment dst = a.allocate(size);
+                        go.countDown();
+                        long r = s.getInto("k", dst);
+                        if (GetResult.isHit(r)) {
+                            assertTrue(Segments.equal(v, dst, size), "a read raced with removal and saw freed memory");
+                        }
+                        return r;
+                    });
+                    go.await();
+                    s.remove("k");
+                    reader.get();
+                }
+            } finally {
+                pool.shutdownNow();
+            }
+            assertEquals(0, s.usedBytes());
+        }
+    }
+
+    @Test
+    void unknownOptionsAndHostsAreRejectedWithTheOptionNamed() {
+        KVException e = assertThrows(KVException.class, () -> KVStores.open("memory:?capacty=1GiB"));
+        assertEquals(ErrorCode.INVALID_URI, e.code());
+        assertTrue(e.getMessage().contains("capacty"), e.getMessage());
+        assertEquals(ErrorCode.INVALID_URI, assertThrows(KVException.class,
+                () -> KVStores.open("memory://host:1")).code());
+        assertEquals(ErrorCode.INVALID_URI, assertThrows(KVException.class,
+                () -> KVStores.open("memory:?eviction=random")).code());
+        assertEquals(ErrorCode.INVALID_URI, assertThrows(KVException.class,
+                () -> KVStores.open("memory:?capacity=lots")).code());
+    }
+}

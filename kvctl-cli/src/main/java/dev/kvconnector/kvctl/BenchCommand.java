@@ -1,0 +1,151 @@
+package dev.kvconnector.kvctl;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import dev.kvconnector.connector.ConnectorMetrics;
+import dev.kvconnector.connector.DropResult;
+import dev.kvconnector.error.ErrorCode;
+import dev.kvconnector.error.KVException;
+import dev.kvconnector.layout.KVLayout;
+import dev.kvconnector.store.KVStore;
+import dev.kvconnector.store.KVStores;
+import dev.kvconnector.workload.TransferWorkload;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import org.HdrHistogram.Histogram;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+import picocli.CommandLine.Model.CommandSpec;
+
+/**
+ * Inserts and drop-selects a model-sized request repeatedly through {@link TransferWorkload} (the same code the JMH
+ * suite runs) and reports per-layer p50/p99 latency and GB/s beside a {@code MemorySegment.copy} of one layer
+ * measured in the same run.
+ */
+@Command(name = "bench", description = "Measure per-layer insert and drop-select latency against the memory floor.")
+final class BenchCommand implements Callable<Integer> {
+    @Spec
+    CommandSpec spec;
+    @Mixin
+    StoreOption store;
+    @Option(names = "--model", defaultValue = "llama3-8b", description = "Layout preset: ${COMPLETION-CANDIDATES}")
+    String model;
+    @Option(names = "--tokens", defaultValue = "1024", description = "Prompt tokens per request")
+    int tokens;
+    @Option(names = "--iterations", defaultValue = "30", description = "Measured requests")
+    int iterations;
+    @Option(names = "--warmup", defaultValue = "5", description = "Unmeasured requests first")
+    int warmup;
+    @Option(names = "--layers-only", description = "Move only the layers, not the hidden states")
+    boolean layersOnly;
+    @Option(names = "--json", paramLabel = "FILE", description = "Also write the results as JSON")
+    Path json;
+
+    @Override
+    public Integer call() throws IOException {
+        if (iterations < 1 || warmup < 0) {
+            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "--iterations must be >= 1 and --warmup >= 0").build();
+        }
+        KVLayout layout = KVLayout.preset(model);
+        PrintWriter out = spec.commandLine().getOut();
+        PrintWriter err = spec.commandLine().getErr();
+        Map<String, Object> report = new LinkedHashMap<>();
+        try (KVStore s = KVStores.open(store.uri);
+             TransferWorkload w = new TransferWorkload(s, layout, tokens, !layersOnly)) {
+            out.printf("kvctl bench: %s, %d tokens, %d layers x %.2f MiB per layer, store %s%n", layout.name(), tokens,
+                    layout.numLayers(), w.layerBytes() / 1048576.0, s.uri());
+            Histogram request = new Histogram(3);
+            int total = warmup + iterations;
+            for (int i = 0; i < total; i++) {
+                if (i == warmup) {
+                    w.connector().resetMetrics();
+                }
+                long t0 = System.nanoTime();
+                w.insert(i);
+                DropResult r = w.dropSelect(i);
+                long t1 = System.nanoTime();
+                if (!r.isComplete()) {
+                    throw KVException.of(ErrorCode.INTERNAL, "request " + i + " missed: " + r).store(s.uri()).build();
+                }
+                if (i == 0 && !w.targetMatchesSource()) {
+                    throw KVException.of(ErrorCode.CORRUPT_OBJECT, "drop-select returned other bytes than inserted")
+                            .store(s.uri()).build();
+                }
+                if (i >= warmup) {
+                    request.recordValue(t1 - t0);
+                }
+                progress(err, i + 1, total);
+            }
+            err.println();
+            ConnectorMetrics.Snapshot m = w.connector().metrics();
+            Histogram copy = copyBaseline(w.layerBytes(), Math.max(50, iterations * layout.numLayers() / 4));
+            long copyP50 = copy.getValueAtPercentile(50);
+            out.printf("%-22s %10s %10s %10s %12s%n", "per layer", "p50 us", "p99 us", "GB/s", "x memcpy p50");
+            row(out, "MemorySegment.copy", copyP50, copy.getValueAtPercentile(99), w.layerBytes(), copyP50);
+            row(out, "insert", m.insertLayer().p50Nanos(), m.insertLayer().p99Nanos(), w.layerBytes(), copyP50);
+            row(out, "drop-select", m.dropLayer().p50Nanos(), m.dropLayer().p99Nanos(), w.layerBytes(), copyP50);
+            out.printf("whole request (insert + drop-select): p50 %.2f ms, p99 %.2f ms over %d requests%n",
+                    request.getValueAtPercentile(50) / 1e6, request.getValueAtPercentile(99) / 1e6, iterations);
+            out.println("layer latency includes the copy into or out of staging, the 64-byte header with its CRC32C,"
+                    + " and the store's own put or get.");
+            out.flush();
+            report.put("store", s.uri());
+            report.put("model", layout.name());
+            report.put("tokens", tokens);
+            report.put("layers", layout.numLayers());
+            report.put("layer_bytes", w.layerBytes());
+            report.put("iterations", iterations);
+            report.put("memcpy_layer_p50_ns", copyP50);
+            report.put("insert_layer_p50_ns", m.insertLayer().p50Nanos());
+            report.put("insert_layer_p99_ns", m.insertLayer().p99Nanos());
+            report.put("drop_layer_p50_ns", m.dropLayer().p50Nanos());
+            report.put("drop_layer_p99_ns", m.dropLayer().p99Nanos());
+            report.put("insert_ratio_to_memcpy", (double) m.insertLayer().p50Nanos() / copyP50);
+            report.put("drop_ratio_to_memcpy", (double) m.dropLayer().p50Nanos() / copyP50);
+            report.put("request_p50_ns", request.getValueAtPercentile(50));
+            report.put("request_p99_ns", request.getValueAtPercentile(99));
+        }
+        if (json != null) {
+            new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValue(json.toFile(), report);
+            out.println("wrote " + json);
+        }
+        return 0;
+    }
+
+    private static Histogram copyBaseline(long bytes, int rounds) {
+        Histogram h = new Histogram(3);
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment src = a.allocate(bytes, 64);
+            MemorySegment dst = a.allocate(bytes, 64);
+            for (int i = 0; i < rounds + 10; i++) {
+                long t0 = System.nanoTime();
+                MemorySegment.copy(src, 0, dst, 0, bytes);
+                long t1 = System.nanoTime();
+                if (i >= 10) {
+                    h.recordValue(t1 - t0);
+                }
+            }
+        }
+        return h;
+    }
+
+    private static void row(PrintWriter out, String name, long p50, long p99, long bytes, long floor) {
+        out.printf("%-22s %10.1f %10.1f %10.2f %12.2f%n", name, p50 / 1e3, p99 / 1e3, bytes / (double) Math.max(1, p50),
+                p50 / (double) Math.max(1, floor));
+    }
+
+    private static void progress(PrintWriter err, int done, int total) {
+        int width = 30;
+        int filled = done * width / total;
+        err.print("\r[" + "#".repeat(filled) + " ".repeat(width - filled) + "] " + done + "/" + total);
+        err.flush();
+    }
+}

@@ -1,0 +1,97 @@
+package dev.kvconnector.kvctl;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class KvctlTest {
+    record Run(int code, String out, String err) {
+    }
+
+    static Run kvctl(String... args) {
+        PrintStream oldOut = System.out;
+        PrintStream oldErr = System.err;
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        try {
+            System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
+            System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+            int code = Kvctl.run(args);
+            return new Run(code, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+        } finally {
+            System.setOut(oldOut);
+            System.setErr(oldErr);
+        }
+    }
+
+    @Test
+    void missesExitWithThreeAndAOneLineMessage(@TempDir Path dir) {
+        Run get = kvctl("get", "--store", "memory:", "--key", "nope", "--out", dir.resolve("o").toString());
+        assertEquals(Kvctl.EXIT_MISS, get.code());
+        assertTrue(get.err().startsWith("miss: no key nope in memory:"), get.err());
+        assertEquals(1, get.err().strip().lines().count());
+        assertEquals(Kvctl.EXIT_MISS, kvctl("exists", "--store", "memory:", "--key", "nope").code());
+        assertEquals(Kvctl.EXIT_MISS, kvctl("rm", "--store", "memory:", "--key", "nope").code());
+    }
+
+    @Test
+    void putReadsTheFileAndReportsItsSize(@TempDir Path dir) throws IOException {
+        Path in = dir.resolve("in.bin");
+        Files.write(in, new byte[] {1, 2, 3, 4, 5});
+        Run put = kvctl("put", "--store", "memory:", "--key", "k", "--in", in.toString());
+        assertEquals(0, put.code(), put.err());
+        assertTrue(put.out().contains("stored 5 bytes under k"), put.out());
+    }
+
+    @Test
+    void unknownStoreFailsWithTheHint() {
+        Run r = kvctl("exists", "--store", "nosuch://h:1", "--key", "k");
+        assertEquals(Kvctl.EXIT_FAILURE, r.code());
+        assertTrue(r.err().contains("UNKNOWN_STORE") && r.err().contains("Hint"), r.err());
+    }
+
+    @Test
+    void doctorPassesOnAHealthyStoreAndExplainsABadUri() {
+        Run ok = kvctl("doctor", "--store", "memory:?capacity=64MiB");
+        assertEquals(0, ok.code(), ok.out() + ok.err());
+        assertTrue(ok.out().contains("ok   round trip") && ok.out().strip().endsWith("healthy"), ok.out());
+        Run bad = kvctl("doctor", "--store", "memory:?capacity=2");
+        assertEquals(Kvctl.EXIT_FAILURE, bad.code());
+        assertTrue(bad.out().contains("FAIL round trip") && bad.out().contains("VALUE_TOO_LARGE"), bad.out());
+        Run typo = kvctl("doctor", "--store", "memory:?capcity=1GiB");
+        assertEquals(Kvctl.EXIT_FAILURE, typo.code());
+        assertTrue(typo.out().contains("FAIL open") && typo.out().contains("capcity"), typo.out());
+    }
+
+    @Test
+    void badTokensNameThePosition() {
+        Run r = kvctl("key", "--scheme", "vllm-v0", "--tokens", "1,2,x");
+        assertEquals(Kvctl.EXIT_FAILURE, r.code());
+        assertTrue(r.err().contains("token 3") && r.err().contains("'x'"), r.err());
+    }
+
+    @Test
+    void benchReportsLayersBesideTheMemcpyFloorAndWritesJson(@TempDir Path dir) throws IOException {
+        Path json = dir.resolve("bench.json");
+        Run r = kvctl("bench", "--store", "memory:", "--model", "qwen2.5-0.5b", "--tokens", "300", "--iterations", "3",
+                "--warmup", "1", "--json", json.toString());
+        assertEquals(0, r.code(), r.out() + r.err());
+        assertTrue(r.out().contains("MemorySegment.copy") && r.out().contains("drop-select"), r.out());
+        JsonNode n = new ObjectMapper().readTree(json.toFile());
+        assertEquals(300, n.get("tokens").asInt());
+        assertEquals(300L * 512, n.get("layer_bytes").asLong());
+        assertTrue(n.get("insert_layer_p50_ns").asLong() > 0);
+        assertTrue(n.get("drop_ratio_to_memcpy").asDouble() > 0);
+        assertTrue(r.err().contains("4/4"), r.err());
+    }
+}
