@@ -76,16 +76,24 @@ public final class ValkeyStore implements KVStore {
     private final ConnectionPool pool;
     private final long defaultTtlMillis;
     private final int maxKeyBytes;
-    private long maxValueBytes = DEFAULT_MAX_VALUE_BYTES;
-    private String maxmemoryPolicy = "unknown (CONFIG GET refused)";
-    private int protocol;
+    private final long maxValueBytes;
+    private final String maxmemoryPolicy;
+    private final int protocol;
 
-    private ValkeyStore(StoreUri uri, Endpoint endpoint, RespSettings settings, long defaultTtlMillis) {
+    private ValkeyStore(StoreUri uri, Endpoint endpoint, ConnectionPool pool, long defaultTtlMillis,
+                        ServerLimits limits) {
         this.uri = uri;
         this.endpoint = endpoint;
+        this.pool = pool;
         this.defaultTtlMillis = defaultTtlMillis;
-        this.pool = new ConnectionPool(endpoint, settings);
         this.maxKeyBytes = BUFFER_BYTES / 2;
+        this.maxValueBytes = limits.maxValueBytes();
+        this.maxmemoryPolicy = limits.maxmemoryPolicy();
+        this.protocol = limits.protocol();
+    }
+
+    /** What the server told us at open. */
+    private record ServerLimits(long maxValueBytes, String maxmemoryPolicy, int protocol) {
     }
 
     /**
@@ -102,14 +110,14 @@ public final class ValkeyStore implements KVStore {
                 (int) positive(uri, "pool", uri.intParam("pool", 8)),
                 positive(uri, "max-reply", uri.sizeParam("max-reply", 512L << 20)),
                 MAX_ELEMENTS, BUFFER_BYTES);
-        ValkeyStore store = new ValkeyStore(uri, endpoint, settings, uri.durationMillisParam("ttl", 0));
+        long ttl = uri.durationMillisParam("ttl", 0);
+        ConnectionPool pool = new ConnectionPool(endpoint, settings);
         try {
-            store.readServerLimits();
+            return new ValkeyStore(uri, endpoint, pool, ttl, readServerLimits(pool, endpoint));
         } catch (RuntimeException e) {
-            store.close();
+            pool.close();
             throw e;
         }
-        return store;
     }
 
     private static int database(StoreUri uri) {
@@ -149,11 +157,10 @@ public final class ValkeyStore implements KVStore {
         return v;
     }
 
-    private void readServerLimits() {
+    private static ServerLimits readServerLimits(ConnectionPool pool, Endpoint endpoint) {
         RespConnection c = pool.borrow("open", null);
         boolean clean = false;
         try {
-            protocol = c.protocol();
             c.writer().array(3).raw(CONFIG).raw(CONFIG_GET).bulk("proto-max-bulk-len")
                     .array(3).raw(CONFIG).raw(CONFIG_GET).bulk("maxmemory-policy").flush();
             Map<String, String> bulkLen = c.reader().readStringMap();
@@ -162,16 +169,22 @@ public final class ValkeyStore implements KVStore {
             clean = true;
             if (configError != null && configError.startsWith("NOAUTH")) {
                 // RESP2 without a password sends no AUTH: the first command is where a server says it needs one.
-                throw serverError(c, "open", null, configError);
+                throw KVException.of(ErrorCode.AUTH_FAILED, endpoint.hostPort() + " refused the command: "
+                                + c.sanitize(configError))
+                        .store(endpoint.maskedUri()).operation("open")
+                        .hint("the server requires a password: valkey://[user]:password@host:port").build();
             }
-            if (bulkLen != null && bulkLen.get("proto-max-bulk-len") != null) {
-                maxValueBytes = Long.parseLong(bulkLen.get("proto-max-bulk-len").trim());
+            long maxValue = DEFAULT_MAX_VALUE_BYTES;
+            String bulk = bulkLen == null ? null : bulkLen.get("proto-max-bulk-len");
+            if (bulk != null) {
+                try {
+                    maxValue = Long.parseLong(bulk.trim());
+                } catch (NumberFormatException e) {
+                    maxValue = DEFAULT_MAX_VALUE_BYTES;
+                }
             }
-            if (policy != null && policy.get("maxmemory-policy") != null) {
-                maxmemoryPolicy = policy.get("maxmemory-policy");
-            }
-        } catch (NumberFormatException e) {
-            maxValueBytes = DEFAULT_MAX_VALUE_BYTES;
+            String mm = policy == null ? null : policy.get("maxmemory-policy");
+            return new ServerLimits(maxValue, mm == null ? "unknown (CONFIG GET refused)" : mm, c.protocol());
         } finally {
             pool.release(c, clean);
         }
