@@ -14,6 +14,7 @@ import dev.kvconnector.valkey.resp.RespSettings;
 import dev.kvconnector.valkey.resp.RespWriter;
 import java.lang.foreign.MemorySegment;
 import java.util.EnumSet;
+import java.util.HashSet;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
@@ -23,7 +24,8 @@ import java.util.Set;
  * {@code dev.kvconnector.valkey.resp}.
  *
  * <p>URI: {@code valkey://[user:password@]host[:port][/db]?ttl=..&timeout=..&connect-timeout=..&pool=..
- * &max-reply=..&protocol=..}; {@code redis://} is an alias. Options:
+ * &max-reply=..&protocol=..}; {@code redis://} is an alias; {@code valkeys://} and {@code rediss://} are the same
+ * over TLS, with the options of {@link TlsContexts} besides. Options:
  * <ul>
  *   <li>{@code ttl}: default time to live of a put without its own TTL (0 = none; {@code 30s}, {@code 5m}).</li>
  *   <li>{@code timeout}: how long an operation may make no progress before TIMEOUT (default 5s).</li>
@@ -101,7 +103,14 @@ public final class ValkeyStore implements KVStore {
      * first put. Reads the server's {@code proto-max-bulk-len} and {@code maxmemory-policy}.
      */
     public static ValkeyStore open(StoreUri uri) {
-        uri.requireKnownParams(OPTIONS);
+        boolean tls = uri.scheme().equals("valkeys") || uri.scheme().equals("rediss");
+        if (tls) {
+            Set<String> known = new HashSet<>(OPTIONS);
+            known.addAll(TlsContexts.OPTIONS);
+            uri.requireKnownParams(known);
+        } else {
+            uri.requireKnownParams(OPTIONS);
+        }
         StoreUri.HostPort hp = uri.singleHost(DEFAULT_PORT);
         Endpoint endpoint = new Endpoint(hp.host(), hp.port(), uri.masked());
         RespSettings settings = new RespSettings(uri.user(), uri.password(), database(uri), protocol(uri),
@@ -109,7 +118,8 @@ public final class ValkeyStore implements KVStore {
                 positive(uri, "connect-timeout", uri.durationMillisParam("connect-timeout", 2_000)),
                 (int) positive(uri, "pool", uri.intParam("pool", 8)),
                 positive(uri, "max-reply", uri.sizeParam("max-reply", 512L << 20)),
-                MAX_ELEMENTS, BUFFER_BYTES);
+                MAX_ELEMENTS, BUFFER_BYTES, tls ? TlsContexts.fromUri(uri) : null,
+                uri.boolParam("verify-hostname", true));
         long ttl = uri.durationMillisParam("ttl", 0);
         ConnectionPool pool = new ConnectionPool(endpoint, settings);
         try {

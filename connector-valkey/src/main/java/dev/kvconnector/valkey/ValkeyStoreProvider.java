@@ -6,7 +6,8 @@ import dev.kvconnector.store.StoreUri;
 import java.util.Set;
 
 /**
- * Opens {@link ValkeyStore}s for {@code valkey://} URIs and their alias {@code redis://}. Found through
+ * Opens {@link ValkeyStore}s for {@code valkey://} URIs and their alias {@code redis://}, and for their TLS
+ * forms {@code valkeys://} and {@code rediss://}. Found through
  * {@link java.util.ServiceLoader}.
  */
 public final class ValkeyStoreProvider implements KVStoreProvider {
@@ -16,7 +17,7 @@ public final class ValkeyStoreProvider implements KVStoreProvider {
 
     @Override
     public Set<String> schemes() {
-        return Set.of("valkey", "redis");
+        return Set.of("valkey", "redis", "valkeys", "rediss");
     }
 
     @Override

@@ -8,6 +8,9 @@ import java.net.SocketTimeoutException;
 import java.net.StandardSocketOptions;
 import java.nio.channels.SocketChannel;
 import java.util.Locale;
+import javax.net.ssl.SSLEngine;
+import javax.net.ssl.SSLException;
+import javax.net.ssl.SSLParameters;
 
 /**
  * One TCP connection to a RESP server, with its reader, writer and handshake.
@@ -35,6 +38,7 @@ public final class RespConnection {
     private int protocol;
     private long generation;
     private boolean broken;
+    private boolean tlsHandshaking;
 
     /** An unconnected connection; {@link #connect} opens it. */
     public RespConnection(Endpoint endpoint, RespSettings settings) {
@@ -88,6 +92,7 @@ public final class RespConnection {
     void connect(long gen) {
         close();
         broken = false;
+        tlsHandshaking = false;
         generation = gen;
         SocketChannel ch = null;
         inFlight.begin("connect", null);
@@ -99,18 +104,45 @@ public final class RespConnection {
                     (int) Math.min(Integer.MAX_VALUE, settings.connectTimeoutMillis()));
             ch.configureBlocking(true);
             channel = ch;
-            reader.bind(ch);
-            writer.bind(ch);
+            if (settings.tls() != null) {
+                TlsChannel tls = startTls(ch);
+                reader.bind(tls);
+                writer.bind(tls);
+            } else {
+                reader.bind(ch);
+                writer.bind(ch);
+            }
             handshake();
             if (!inFlight.end()) {
                 throw KVException.of(ErrorCode.TIMEOUT, "the handshake with " + endpoint.hostPort()
                         + " took longer than " + settings.timeoutMillis() + " ms").store(endpoint.maskedUri())
                         .operation("connect").build();
             }
-        } catch (IOException e) {
+        } catch (SSLException e) {
+            KVException stalled = inFlight.timedOut() ? tlsStalled(e) : null;
             inFlight.end();
             closeQuietly(ch);
             channel = null;
+            if (stalled != null) {
+                throw stalled;
+            }
+            throw KVException.of(ErrorCode.INVALID_CONFIG, "TLS handshake with " + endpoint.hostPort()
+                            + " failed: " + e.getMessage())
+                    .store(endpoint.maskedUri()).operation("connect").cause(e)
+                    .hint("check that the port is a TLS port (tls-port), that tls-ca= or truststore= holds the CA "
+                            + "that signed the server's certificate, that the certificate names the host in the URI "
+                            + "(or verify-hostname=false), and that keystore= holds a client certificate when the "
+                            + "server sets tls-auth-clients")
+                    .build();
+        } catch (IOException e) {
+            KVException stalled = inFlight.timedOut() ? (tlsHandshaking ? tlsStalled(e) : endpoint.ioFailure(inFlight,
+                    e)) : null;
+            inFlight.end();
+            closeQuietly(ch);
+            channel = null;
+            if (stalled != null) {
+                throw stalled;
+            }
             boolean timedOut = e instanceof SocketTimeoutException;
             throw KVException.of(timedOut ? ErrorCode.TIMEOUT : ErrorCode.STORE_UNREACHABLE,
                             "cannot connect to " + endpoint.hostPort() + ": " + e.getMessage())
@@ -125,6 +157,32 @@ public final class RespConnection {
             channel = null;
             throw e;
         }
+    }
+
+    private TlsChannel startTls(SocketChannel ch) throws IOException {
+        SSLEngine engine = settings.tls().createSSLEngine(endpoint.host(), endpoint.port());
+        engine.setUseClientMode(true);
+        if (settings.verifyHostname()) {
+            SSLParameters p = engine.getSSLParameters();
+            p.setEndpointIdentificationAlgorithm("HTTPS");
+            engine.setSSLParameters(p);
+        }
+        TlsChannel tls = new TlsChannel(ch, engine);
+        // Left true on failure, so that the caller's error names the TLS handshake.
+        tlsHandshaking = true;
+        tls.handshake();
+        tlsHandshaking = false;
+        inFlight.progress();
+        return tls;
+    }
+
+    private KVException tlsStalled(IOException cause) {
+        return KVException.of(ErrorCode.TIMEOUT, endpoint.hostPort() + " did not complete a TLS handshake within "
+                        + settings.timeoutMillis() + " ms")
+                .store(endpoint.maskedUri()).operation("connect").cause(cause)
+                .hint("a plain (non-TLS) port never answers a TLS hello: check that the port is the server's "
+                        + "tls-port, or use valkey:// for a plain port")
+                .build();
     }
 
     private void handshake() {

@@ -1,5 +1,7 @@
 package dev.kvconnector.valkey.resp;
 
+import javax.net.ssl.SSLContext;
+
 /**
  * Settings of a RESP client, validated by whoever builds them (the store, from its URI).
  *
@@ -13,16 +15,18 @@ package dev.kvconnector.valkey.resp;
  * @param maxReplyBytes the largest bulk reply accepted, in bytes
  * @param maxElements the most members accepted in one aggregate reply
  * @param bufferBytes size of each connection's direct read buffer and command buffer, in bytes
+ * @param tls the TLS context for {@code valkeys://}, or null for plain TCP
+ * @param verifyHostname whether TLS checks that the server's certificate names the host it was reached by
  */
 public record RespSettings(String user, String password, int database, int protocol, long timeoutMillis,
                            long connectTimeoutMillis, int poolSize, long maxReplyBytes, int maxElements,
-                           int bufferBytes) {
+                           int bufferBytes, SSLContext tls, boolean verifyHostname) {
 
     @Override
     public String toString() {
         return "RespSettings[user=" + user + ", password=" + (password == null ? "none" : "***") + ", database="
                 + database + ", protocol=" + protocol + ", timeoutMillis=" + timeoutMillis
                 + ", connectTimeoutMillis=" + connectTimeoutMillis + ", poolSize=" + poolSize + ", maxReplyBytes="
-                + maxReplyBytes + ", maxElements=" + maxElements + ", bufferBytes=" + bufferBytes + "]";
+                + maxReplyBytes + ", maxElements=" + maxElements + ", bufferBytes=" + bufferBytes + ", tls=" + (tls != null) + ", verifyHostname=" + verifyHostname + "]";
     }
 }

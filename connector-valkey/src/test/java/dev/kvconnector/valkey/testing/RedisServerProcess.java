@@ -85,7 +85,8 @@ public final class RedisServerProcess implements AutoCloseable {
         throw new AssertionError("unreachable");
     }
 
-    private static int freePort() throws IOException {
+    /** A TCP port that was free on 127.0.0.1 a moment ago. */
+    public static int freePort() throws IOException {
         try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             return s.getLocalPort();
         }
