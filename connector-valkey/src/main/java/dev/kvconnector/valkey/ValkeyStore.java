@@ -65,6 +65,9 @@ public final class ValkeyStore implements KVStore {
     private static final byte[] SERVER = RespWriter.token("server");
     private static final byte[] CONFIG = RespWriter.token("CONFIG");
     private static final byte[] CONFIG_GET = RespWriter.token("GET");
+    private static final byte[] ASKING = RespWriter.token("ASKING");
+    private static final byte[] CLUSTER = RespWriter.token("CLUSTER");
+    private static final byte[] SLOTS = RespWriter.token("SLOTS");
     private static final String OP_PUT = "put";
     private static final String OP_GET = "get";
     private static final String OP_SIZE = "size";
@@ -81,9 +84,10 @@ public final class ValkeyStore implements KVStore {
     private final long maxValueBytes;
     private final String maxmemoryPolicy;
     private final int protocol;
+    private final boolean clusterNode;
 
     private ValkeyStore(StoreUri uri, Endpoint endpoint, ConnectionPool pool, long defaultTtlMillis,
-                        ServerLimits limits) {
+                        ServerLimits limits, boolean clusterNode) {
         this.uri = uri;
         this.endpoint = endpoint;
         this.pool = pool;
@@ -92,6 +96,7 @@ public final class ValkeyStore implements KVStore {
         this.maxValueBytes = limits.maxValueBytes();
         this.maxmemoryPolicy = limits.maxmemoryPolicy();
         this.protocol = limits.protocol();
+        this.clusterNode = clusterNode;
     }
 
     /** What the server told us at open. */
@@ -103,7 +108,18 @@ public final class ValkeyStore implements KVStore {
      * first put. Reads the server's {@code proto-max-bulk-len} and {@code maxmemory-policy}.
      */
     public static ValkeyStore open(StoreUri uri) {
-        boolean tls = uri.scheme().equals("valkeys") || uri.scheme().equals("rediss");
+        StoreUri.HostPort hp = uri.singleHost(DEFAULT_PORT);
+        return openNode(uri, hp.host(), hp.port(), settings(uri, database(uri)), false);
+    }
+
+    /** Whether the URI's scheme asks for TLS. */
+    static boolean isTls(StoreUri uri) {
+        return uri.scheme().startsWith("valkeys") || uri.scheme().startsWith("rediss");
+    }
+
+    /** Validates the URI's options and turns them into client settings. */
+    static RespSettings settings(StoreUri uri, int database) {
+        boolean tls = isTls(uri);
         if (tls) {
             Set<String> known = new HashSet<>(OPTIONS);
             known.addAll(TlsContexts.OPTIONS);
@@ -111,19 +127,26 @@ public final class ValkeyStore implements KVStore {
         } else {
             uri.requireKnownParams(OPTIONS);
         }
-        StoreUri.HostPort hp = uri.singleHost(DEFAULT_PORT);
-        Endpoint endpoint = new Endpoint(hp.host(), hp.port(), uri.masked());
-        RespSettings settings = new RespSettings(uri.user(), uri.password(), database(uri), protocol(uri),
+        return new RespSettings(uri.user(), uri.password(), database, protocol(uri),
                 positive(uri, "timeout", uri.durationMillisParam("timeout", 5_000)),
                 positive(uri, "connect-timeout", uri.durationMillisParam("connect-timeout", 2_000)),
                 (int) positive(uri, "pool", uri.intParam("pool", 8)),
                 positive(uri, "max-reply", uri.sizeParam("max-reply", 512L << 20)),
                 MAX_ELEMENTS, BUFFER_BYTES, tls ? TlsContexts.fromUri(uri) : null,
                 uri.boolParam("verify-hostname", true));
-        long ttl = uri.durationMillisParam("ttl", 0);
+    }
+
+    /**
+     * Opens a store on one server. A cluster node's store reports MOVED and ASK replies as {@link Redirect}s for
+     * {@link ValkeyClusterStore} to follow, and prefixes its commands with ASKING while
+     * {@link ClusterAsking#active()}.
+     */
+    static ValkeyStore openNode(StoreUri uri, String host, int port, RespSettings settings, boolean clusterNode) {
+        Endpoint endpoint = new Endpoint(host, port, uri.masked());
         ConnectionPool pool = new ConnectionPool(endpoint, settings);
         try {
-            return new ValkeyStore(uri, endpoint, pool, ttl, readServerLimits(pool, endpoint));
+            return new ValkeyStore(uri, endpoint, pool, uri.durationMillisParam("ttl", 0),
+                    readServerLimits(pool, endpoint), clusterNode);
         } catch (RuntimeException e) {
             pool.close();
             throw e;
@@ -227,8 +250,10 @@ public final class ValkeyStore implements KVStore {
         RespConnection c = pool.borrow(OP_PUT, key);
         boolean clean = false;
         try {
+            boolean asked = asking(c);
             writeSet(c.writer(), key, value, ttl, options.ifAbsent());
             c.writer().flush();
+            skipAsking(c, asked);
             long r = c.reader().readStatus();
             clean = true;
             if (r == RespReader.REPLY_ERROR) {
@@ -247,7 +272,9 @@ public final class ValkeyStore implements KVStore {
         RespConnection c = pool.borrow(OP_GET, key);
         boolean clean = false;
         try {
+            boolean asked = asking(c);
             c.writer().array(2).raw(GET).bulk(key).flush();
+            skipAsking(c, asked);
             long r = c.reader().readBulkInto(dst);
             clean = true;
             if (r == RespReader.REPLY_ERROR) {
@@ -265,9 +292,14 @@ public final class ValkeyStore implements KVStore {
         RespConnection c = pool.borrow(OP_SIZE, key);
         boolean clean = false;
         try {
-            c.writer().array(2).raw(STRLEN).bulk(key).array(2).raw(EXISTS).bulk(key).flush();
+            boolean asked = asking(c);
+            c.writer().array(2).raw(STRLEN).bulk(key);
+            asking(c);
+            c.writer().array(2).raw(EXISTS).bulk(key).flush();
+            skipAsking(c, asked);
             long len = c.reader().readInteger();
             String lenError = len == RespReader.REPLY_ERROR ? c.reader().lastError() : null;
+            skipAsking(c, asked);
             long exists = c.reader().readInteger();
             clean = true;
             if (lenError != null) {
@@ -288,7 +320,9 @@ public final class ValkeyStore implements KVStore {
         RespConnection c = pool.borrow(OP_REMOVE, key);
         boolean clean = false;
         try {
+            boolean asked = asking(c);
             c.writer().array(2).raw(UNLINK).bulk(key).flush();
+            skipAsking(c, asked);
             long r = c.reader().readInteger();
             clean = true;
             if (r == RespReader.REPLY_ERROR) {
@@ -460,6 +494,52 @@ public final class ValkeyStore implements KVStore {
         pool.close();
     }
 
+    /** Writes ASKING before the next command when a cluster store follows an ASK redirect on this thread. */
+    private boolean asking(RespConnection c) {
+        if (clusterNode && ClusterAsking.active()) {
+            c.writer().array(1).raw(ASKING);
+            return true;
+        }
+        return false;
+    }
+
+    /** Reads the +OK of an ASKING; an error here resurfaces in the reply of the command after it. */
+    private static void skipAsking(RespConnection c, boolean asked) {
+        if (asked) {
+            c.reader().readStatus();
+        }
+    }
+
+    /** CLUSTER SLOTS as a tree: per range, its first and last slot, then the master's [host, port, id, ...]. */
+    java.util.List<Object> clusterSlots() {
+        RespConnection c = pool.borrow("clusterSlots", null);
+        boolean clean = false;
+        try {
+            c.reader().clearError();
+            c.writer().array(2).raw(CLUSTER).raw(SLOTS).flush();
+            Object tree = c.reader().readTree();
+            clean = true;
+            if (tree instanceof java.util.List<?> list) {
+                @SuppressWarnings("unchecked")
+                java.util.List<Object> l = (java.util.List<Object>) list;
+                return l;
+            }
+            throw KVException.of(ErrorCode.STORE_ERROR, endpoint.hostPort() + " answered CLUSTER SLOTS with "
+                            + (c.reader().lastError() == null ? "no list" : c.sanitize(c.reader().lastError())))
+                    .store(uri.masked()).operation("clusterSlots")
+                    .hint("valkey+cluster:// needs servers started with cluster-enabled yes; use valkey:// for a "
+                            + "standalone server")
+                    .build();
+        } finally {
+            pool.release(c, clean);
+        }
+    }
+
+    /** The server this store talks to. */
+    Endpoint endpoint() {
+        return endpoint;
+    }
+
     private static void writeSet(RespWriter w, String key, MemorySegment value, long ttl, boolean ifAbsent) {
         w.array(3 + (ttl > 0 ? 2 : 0) + (ifAbsent ? 1 : 0)).raw(SET).bulk(key).bulk(value);
         if (ttl > 0) {
@@ -522,14 +602,20 @@ public final class ValkeyStore implements KVStore {
         }
     }
 
-    private KVException replyError(RespConnection c, String op, String key) {
+    private RuntimeException replyError(RespConnection c, String op, String key) {
         return serverError(c, op, key, c.reader().lastError());
     }
 
     /** Maps a server error reply to an error code; the connection stays usable. */
-    private KVException serverError(RespConnection c, String op, String key, String message) {
+    private RuntimeException serverError(RespConnection c, String op, String key, String message) {
         String msg = c.sanitize(message);
         String upper = msg.toUpperCase(Locale.ROOT);
+        if (clusterNode && (upper.startsWith("MOVED ") || upper.startsWith("ASK "))) {
+            Redirect r = Redirect.parse(msg, endpoint.host());
+            if (r != null) {
+                return r;
+            }
+        }
         String hp = endpoint.hostPort();
         KVException.Builder b;
         if (upper.startsWith("OOM")) {

@@ -7,7 +7,8 @@ import java.util.Set;
 
 /**
  * Opens {@link ValkeyStore}s for {@code valkey://} URIs and their alias {@code redis://}, and for their TLS
- * forms {@code valkeys://} and {@code rediss://}. Found through
+ * forms {@code valkeys://} and {@code rediss://}; opens {@link ValkeyClusterStore}s for {@code valkey+cluster://}
+ * and {@code redis+cluster://}. Found through
  * {@link java.util.ServiceLoader}.
  */
 public final class ValkeyStoreProvider implements KVStoreProvider {
@@ -17,11 +18,11 @@ public final class ValkeyStoreProvider implements KVStoreProvider {
 
     @Override
     public Set<String> schemes() {
-        return Set.of("valkey", "redis", "valkeys", "rediss");
+        return Set.of("valkey", "redis", "valkeys", "rediss", "valkey+cluster", "redis+cluster");
     }
 
     @Override
     public KVStore open(StoreUri uri) {
-        return ValkeyStore.open(uri);
+        return uri.scheme().endsWith("+cluster") ? ValkeyClusterStore.open(uri) : ValkeyStore.open(uri);
     }
 }

@@ -249,6 +249,81 @@ public final class RespReader {
     }
 
     /**
+     * Reads one reply as a tree, for small control replies such as CLUSTER SLOTS: aggregates become lists (a map
+     * becomes its keys and values alternating), integers {@code Long}s, everything else {@code String}s, nulls
+     * null. Nesting deeper than 8 levels, more than {@code maxElements} members or more than 1 MiB of text is a
+     * protocol error.
+     *
+     * @return the tree, or null for an error reply as well (check {@link #lastError()} is non-null after
+     *     {@link #clearError()})
+     */
+    public Object readTree() {
+        int t = nextReplyType();
+        if (t == '-' || t == '!') {
+            readErrorBody(t);
+            return null;
+        }
+        long[] budget = {maxElements, MAX_TEXT_BYTES};
+        return treeAfter(t, 0, budget);
+    }
+
+    /** Forgets the last error message. */
+    public void clearError() {
+        lastError = null;
+    }
+
+    private Object treeAfter(int t, int depth, long[] budget) {
+        if (depth > 8) {
+            throw endpoint.protocolError(inFlight, "a reply nested deeper than 8 levels");
+        }
+        if (--budget[0] < 0) {
+            throw endpoint.protocolError(inFlight, "a reply with more than " + maxElements + " members");
+        }
+        switch (t) {
+            case ':' -> {
+                return readLineLong();
+            }
+            case '$', '=', '!' -> {
+                long len = readLength(t);
+                if (len < 0) {
+                    return null;
+                }
+                budget[1] -= len;
+                if (budget[1] < 0) {
+                    throw endpoint.protocolError(inFlight, "a reply with more than " + MAX_TEXT_BYTES
+                            + " bytes of text");
+                }
+                String s = readString((int) len);
+                expectCrlf();
+                return s;
+            }
+            case '+', '-', ',', '(', '#' -> {
+                return readLineString();
+            }
+            case '_' -> {
+                expectEmptyLine();
+                return null;
+            }
+            case '*', '~', '%', '>', '|' -> {
+                long n = readCount(t);
+                if (n < 0) {
+                    return null;
+                }
+                long members = t == '%' || t == '|' ? 2 * n : n;
+                if (members > budget[0]) {
+                    throw endpoint.protocolError(inFlight, "a reply with more than " + maxElements + " members");
+                }
+                java.util.List<Object> list = new java.util.ArrayList<>((int) members);
+                for (long i = 0; i < members; i++) {
+                    list.add(treeAfter(readType(), depth + 1, budget));
+                }
+                return list;
+            }
+            default -> throw endpoint.protocolError(inFlight, "unknown type byte " + describe(t));
+        }
+    }
+
+    /**
      * Reads and discards one reply of any type, nested aggregates included, without recursion.
      *
      * @return 0, or {@link #REPLY_ERROR} when the reply was an error (see {@link #lastError()})

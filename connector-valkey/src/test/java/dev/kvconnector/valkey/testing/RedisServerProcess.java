@@ -67,6 +67,20 @@ public final class RedisServerProcess implements AutoCloseable {
         }
     }
 
+    /** Starts a server on a given port, such as a cluster node whose bus port (port + 10000) must be free too. */
+    public static RedisServerProcess startOnPort(int port, String... extraArgs) {
+        Path bin = findBinary();
+        try {
+            RedisServerProcess p = new RedisServerProcess(bin, List.of(extraArgs), null,
+                    Files.createTempDirectory("kvc-redis-"));
+            p.port = port;
+            p.launch();
+            return p;
+        } catch (IOException e) {
+            throw new IllegalStateException("cannot start " + bin, e);
+        }
+    }
+
     /** The server binary on the PATH, or a failed or aborted test. */
     public static Path findBinary() {
         for (String name : new String[] {"valkey-server", "redis-server"}) {
