@@ -74,6 +74,29 @@ class KvctlTest {
     }
 
     @Test
+    void keyPrintsVllmV0KvThenHiddenKey() {
+        Run r = kvctl("key", "--scheme", "vllm-v0", "--tp-rank", "0", "--tokens", "1,2,3");
+        assertEquals(0, r.code(), r.err());
+        assertEquals("12086052994506337185_0\n12086052994506337185_hidden_0\n", r.out());
+        assertTrue(kvctl("key", "--scheme", "vllm-v0", "--tp-rank", "3", "--tokens", "1,2,3").out()
+                .startsWith("12086052994506337185_3\n"));
+    }
+
+    @Test
+    void keyPrintsOneLmcacheKeyPerChunkFromATokensFile(@TempDir Path dir) throws IOException {
+        Path f = dir.resolve("tokens.txt");
+        Files.writeString(f, "0, 1 2\n3\n4,5,6,7\n");
+        Run r = kvctl("key", "--scheme", "lmcache-v0", "--model", "test/model", "--world-size", "1", "--worker-id", "0",
+                "--chunk-size", "4", "--tokens-file", f.toString());
+        assertEquals(0, r.code(), r.err());
+        assertEquals("vllm@test/model@1@0@a1e03200f1f82ad2c1cec8795c271aaecf98f5aa2d151d2229ec5fa0c177cf77\n"
+                + "vllm@test/model@1@0@b7ba39079729733940d601469f53c311e28249df7c29f60ac422ae74a40705cb\n", r.out());
+        Run hf = kvctl("key", "--scheme", "lmcache-v0", "--model", "m", "--chunk-size", "4", "--fmt", "huggingface",
+                "--tokens", "0,1,2,3");
+        assertTrue(hf.out().startsWith("huggingface@m@1@0@a1e03200"), hf.out());
+    }
+
+    @Test
     void badTokensNameThePosition() {
         Run r = kvctl("key", "--scheme", "vllm-v0", "--tokens", "1,2,x");
         assertEquals(Kvctl.EXIT_FAILURE, r.code());
