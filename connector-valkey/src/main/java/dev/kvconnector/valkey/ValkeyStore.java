@@ -15,6 +15,7 @@ import dev.kvconnector.valkey.resp.RespWriter;
 import java.lang.foreign.MemorySegment;
 import java.util.EnumSet;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
@@ -511,7 +512,7 @@ public final class ValkeyStore implements KVStore {
     }
 
     /** CLUSTER SLOTS as a tree: per range, its first and last slot, then the master's [host, port, id, ...]. */
-    java.util.List<Object> clusterSlots() {
+    List<Object> clusterSlots() {
         RespConnection c = pool.borrow("clusterSlots", null);
         boolean clean = false;
         try {
@@ -519,9 +520,9 @@ public final class ValkeyStore implements KVStore {
             c.writer().array(2).raw(CLUSTER).raw(SLOTS).flush();
             Object tree = c.reader().readTree();
             clean = true;
-            if (tree instanceof java.util.List<?> list) {
+            if (tree instanceof List<?> list) {
                 @SuppressWarnings("unchecked")
-                java.util.List<Object> l = (java.util.List<Object>) list;
+                List<Object> l = (List<Object>) list;
                 return l;
             }
             throw KVException.of(ErrorCode.STORE_ERROR, endpoint.hostPort() + " answered CLUSTER SLOTS with "

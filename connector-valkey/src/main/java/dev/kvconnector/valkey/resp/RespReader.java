@@ -7,7 +7,9 @@ import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.channels.ReadableByteChannel;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -254,8 +256,8 @@ public final class RespReader {
      * null. Nesting deeper than 8 levels, more than {@code maxElements} members or more than 1 MiB of text is a
      * protocol error.
      *
-     * @return the tree, or null for an error reply as well (check {@link #lastError()} is non-null after
-     *     {@link #clearError()})
+     * @return the tree; null for a null reply, and for an error reply, which {@link #lastError()} then holds
+     *     (call {@link #clearError()} before, to tell them apart)
      */
     public Object readTree() {
         int t = nextReplyType();
@@ -313,7 +315,7 @@ public final class RespReader {
                 if (members > budget[0]) {
                     throw endpoint.protocolError(inFlight, "a reply with more than " + maxElements + " members");
                 }
-                java.util.List<Object> list = new java.util.ArrayList<>((int) members);
+                List<Object> list = new ArrayList<>((int) members);
                 for (long i = 0; i < members; i++) {
                     list.add(treeAfter(readType(), depth + 1, budget));
                 }

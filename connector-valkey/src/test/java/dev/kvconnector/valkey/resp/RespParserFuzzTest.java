@@ -62,13 +62,13 @@ class RespParserFuzzTest {
 
     @Property(tries = 3000)
     void mutatedRepliesFailOnlyWithProtocolErrors(@ForAll("mutatedReplies") byte[] input,
-                                                  @ForAll @IntRange(min = 0, max = 4) int method) {
+                                                  @ForAll @IntRange(min = 0, max = 5) int method) {
         parseAll(input, method);
     }
 
     @Property(tries = 2000)
     void randomBytesFailOnlyWithProtocolErrors(@ForAll @Size(max = 600) byte[] input,
-                                               @ForAll @IntRange(min = 0, max = 4) int method) {
+                                               @ForAll @IntRange(min = 0, max = 5) int method) {
         parseAll(input, method);
     }
 
@@ -90,7 +90,8 @@ class RespParserFuzzTest {
                     case 1 -> r.readBulkInto(dst);
                     case 2 -> r.readStatus();
                     case 3 -> r.readText();
-                    default -> r.readStringMap();
+                    case 4 -> r.readStringMap();
+                    default -> r.readTree();
                 }
             }
             throw new AssertionError("more replies than input bytes: the parser consumed nothing");

@@ -162,6 +162,24 @@ class RespReaderTest {
     }
 
     @Test
+    void clusterSlotsReplyReadsAsATree() {
+        RespReader r = reader("*1\r\n*3\r\n:0\r\n:5460\r\n*3\r\n$9\r\n127.0.0.1\r\n:30001\r\n$2\r\nid\r\n"
+                + "-ERR This instance has cluster support disabled\r\n");
+        assertEquals(java.util.List.of(java.util.List.of(0L, 5460L, java.util.List.of("127.0.0.1", 30001L, "id"))),
+                r.readTree());
+        r.clearError();
+        assertNull(r.readTree());
+        assertEquals("ERR This instance has cluster support disabled", r.lastError());
+    }
+
+    @Test
+    void treeDeeperThanEightLevelsIsAProtocolError() {
+        KVException e = assertThrows(KVException.class, () -> reader("*1\r\n".repeat(12) + ":1\r\n").readTree());
+        assertEquals(ErrorCode.PROTOCOL_ERROR, e.code());
+        assertTrue(e.getMessage().contains("deeper than 8"), e.getMessage());
+    }
+
+    @Test
     void lineLongerThanTheBufferIsAProtocolError() {
         RespReader r = reader(("+" + "x".repeat(100) + "\r\n").getBytes(StandardCharsets.US_ASCII), 64, 1 << 20, 10);
         KVException e = assertThrows(KVException.class, r::readStatus);
