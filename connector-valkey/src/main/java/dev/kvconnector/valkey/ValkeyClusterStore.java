@@ -6,10 +6,12 @@ import dev.kvconnector.store.KVStore;
 import dev.kvconnector.store.PutOptions;
 import dev.kvconnector.store.StoreCapability;
 import dev.kvconnector.store.StoreUri;
+import dev.kvconnector.valkey.resp.RespReader;
 import dev.kvconnector.valkey.resp.RespSettings;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.EnumSet;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -26,8 +28,8 @@ import org.slf4j.LoggerFactory;
  * reply reloads the map and retries on the new owner; an ASK reply (a slot being migrated) retries once on the
  * named node after ASKING, without touching the map. At most {@value #MAX_REDIRECTS} redirects per call.
  *
- * <p>Each master gets its own connection pool. Batches are routed key by key (no BATCH capability yet): keys of
- * one batch may live on different masters, and a pipeline per master is future work.
+ * <p>Each master gets its own connection pool. Batch puts and gets are pipelined per master (see
+ * {@link #putBatch}); batch removes go key by key.
  */
 public final class ValkeyClusterStore implements KVStore {
     private static final Logger LOG = LoggerFactory.getLogger(ValkeyClusterStore.class);
@@ -209,7 +211,7 @@ public final class ValkeyClusterStore implements KVStore {
 
     @Override
     public Set<StoreCapability> capabilities() {
-        return EnumSet.of(StoreCapability.NATIVE_TTL, StoreCapability.SHARED_ACROSS_PROCESSES);
+        return EnumSet.of(StoreCapability.NATIVE_TTL, StoreCapability.BATCH, StoreCapability.SHARED_ACROSS_PROCESSES);
     }
 
     @Override
@@ -230,6 +232,122 @@ public final class ValkeyClusterStore implements KVStore {
     @Override
     public boolean remove(String key) {
         return route(REMOVE, key, null, null) == 1;
+    }
+
+    /**
+     * Pipelines the puts per master: one node batch when every key lives on one master (the hash-tag case, which
+     * allocates nothing), else one per master. Keys that a node redirected are put again one by one, following
+     * the redirect; a key not stored by an if-absent put is put again and still reports false.
+     */
+    @Override
+    public void putBatch(String[] keys, MemorySegment[] values, int count, PutOptions options, boolean[] stored) {
+        checkBatch("putBatch", keys, count, values.length, stored.length);
+        ValkeyStore single = singleOwner("putBatch", keys, count);
+        if (single != null) {
+            try {
+                single.putBatch(keys, values, count, options, stored);
+            } catch (Redirect r) {
+                for (int i = 0; i < count; i++) {
+                    if (!stored[i]) {
+                        stored[i] = route(PUT, keys[i], values[i], options) == 1;
+                    }
+                }
+            }
+            return;
+        }
+        for (Map.Entry<ValkeyStore, List<Integer>> g : groupByOwner("putBatch", keys, count).entrySet()) {
+            List<Integer> idx = g.getValue();
+            int n = idx.size();
+            String[] k = new String[n];
+            MemorySegment[] v = new MemorySegment[n];
+            boolean[] st = new boolean[n];
+            for (int j = 0; j < n; j++) {
+                k[j] = keys[idx.get(j)];
+                v[j] = values[idx.get(j)];
+            }
+            boolean redirected = false;
+            try {
+                g.getKey().putBatch(k, v, n, options, st);
+            } catch (Redirect r) {
+                redirected = true;
+            }
+            for (int j = 0; j < n; j++) {
+                stored[idx.get(j)] = st[j] || redirected && route(PUT, k[j], v[j], options) == 1;
+            }
+        }
+    }
+
+    /** Pipelines the gets per master, as {@link #putBatch} does; redirected keys are read again one by one. */
+    @Override
+    public void getIntoBatch(String[] keys, MemorySegment[] dsts, int count, long[] results) {
+        checkBatch("getIntoBatch", keys, count, dsts.length, results.length);
+        ValkeyStore single = singleOwner("getIntoBatch", keys, count);
+        if (single != null) {
+            try {
+                single.getIntoBatch(keys, dsts, count, results);
+            } catch (Redirect r) {
+                for (int i = 0; i < count; i++) {
+                    if (results[i] == RespReader.REPLY_ERROR) {
+                        results[i] = route(GET, keys[i], dsts[i], null);
+                    }
+                }
+            }
+            return;
+        }
+        for (Map.Entry<ValkeyStore, List<Integer>> g : groupByOwner("getIntoBatch", keys, count).entrySet()) {
+            List<Integer> idx = g.getValue();
+            int n = idx.size();
+            String[] k = new String[n];
+            MemorySegment[] d = new MemorySegment[n];
+            long[] res = new long[n];
+            for (int j = 0; j < n; j++) {
+                k[j] = keys[idx.get(j)];
+                d[j] = dsts[idx.get(j)];
+            }
+            try {
+                g.getKey().getIntoBatch(k, d, n, res);
+            } catch (Redirect r) {
+                for (int j = 0; j < n; j++) {
+                    if (res[j] == RespReader.REPLY_ERROR) {
+                        res[j] = route(GET, k[j], d[j], null);
+                    }
+                }
+            }
+            for (int j = 0; j < n; j++) {
+                results[idx.get(j)] = res[j];
+            }
+        }
+    }
+
+    private void checkBatch(String op, String[] keys, int count, int valuesLength, int resultsLength) {
+        if (count < 0 || count > keys.length || count > valuesLength || count > resultsLength) {
+            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "count " + count + " is negative or exceeds an array"
+                            + " (keys " + keys.length + ", values " + valuesLength + ", results " + resultsLength
+                            + ")")
+                    .store(uri.masked()).operation(op).build();
+        }
+    }
+
+    /** The one master that owns every key, or null when they spread over several (or count is 0). */
+    private ValkeyStore singleOwner(String op, String[] keys, int count) {
+        ValkeyStore first = null;
+        for (int i = 0; i < count; i++) {
+            ValkeyStore o = owner(op, keys[i]);
+            if (first == null) {
+                first = o;
+            } else if (o != first) {
+                return null;
+            }
+        }
+        return first;
+    }
+
+    private Map<ValkeyStore, List<Integer>> groupByOwner(String op, String[] keys, int count) {
+        Map<ValkeyStore, List<Integer>> groups = new LinkedHashMap<>();
+        for (int i = 0; i < count; i++) {
+            groups.computeIfAbsent(owner(op, keys[i]), o -> new ArrayList<>()).add(i);
+        }
+        return groups;
     }
 
     /** PING and INFO on every master; names each. */

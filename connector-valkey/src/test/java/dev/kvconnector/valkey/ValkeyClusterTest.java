@@ -115,6 +115,13 @@ class ValkeyClusterTest {
             store.putBatch(keys, values, n, PutOptions.DEFAULT, stored);
             long[] results = new long[n];
             store.getIntoBatch(keys, dsts, n, results);
+            String[] tagged = {keys[0], keys[2], keys[4], "{chunk-7}:absent"};
+            long[] taggedResults = new long[4];
+            store.getIntoBatch(tagged, new MemorySegment[] {dsts[0], dsts[2], Segments.zeroed(arena, 10),
+                    dsts[6]}, 4, taggedResults);
+            assertEquals(20_000, taggedResults[0]);
+            assertEquals(GetResult.tooSmall(20_004), taggedResults[2], "one master, one pipeline, per-key codes");
+            assertEquals(GetResult.MISS, taggedResults[3]);
             for (int i = 0; i < n; i++) {
                 assertTrue(stored[i]);
                 assertEquals(20_000 + i, results[i]);
@@ -147,14 +154,25 @@ class ValkeyClusterTest {
             assertEquals(5000, store.getInto(key, dst), "followed ASK to the importing node");
             assertEquals(-1, Segments.mismatch(v, dst, 5000));
             assertEquals(5000, store.size(stays), "keys not yet migrated are still served by the source");
+            long[] results = new long[2];
+            store.getIntoBatch(new String[] {key, stays}, new MemorySegment[] {Segments.zeroed(arena, 5000),
+                    Segments.zeroed(arena, 5000)}, 2, results);
+            assertEquals(5000, results[0], "a batch follows ASK for the migrated key");
+            assertEquals(5000, results[1]);
             assertEquals("+OK", source.command("MIGRATE", "127.0.0.1", Integer.toString(target.port()), "", "0",
                     "5000", "KEYS", stays));
             for (RedisServerProcess n : List.of(target, source)) {
                 assertEquals("+OK", n.command("CLUSTER", "SETSLOT", Integer.toString(slot), "NODE", targetId));
             }
-            // The store's slot map still names the source: it answers MOVED, and the store reloads the map.
+            // The store's slot map still names the source: it answers MOVED; a batch puts the redirected keys again
+            // one by one, and the store reloads the map.
             assertTrue(source.command("GET", key).startsWith("-MOVED " + slot), "the source redirects with MOVED");
-            assertEquals(5000, store.getInto(key, Segments.zeroed(arena, 5000)), "followed MOVED");
+            boolean[] stored = new boolean[2];
+            store.putBatch(new String[] {key, stays}, new MemorySegment[] {v, v.asSlice(0, 7)}, 2,
+                    PutOptions.DEFAULT, stored);
+            assertTrue(stored[0] && stored[1]);
+            assertEquals(7, store.size(stays));
+            assertEquals(5000, store.getInto(key, Segments.zeroed(arena, 5000)));
             assertTrue(store.put(key, v.asSlice(0, 10), PutOptions.DEFAULT));
             assertEquals(10, store.size(key));
             assertEquals(":1", target.command("EXISTS", key), "the value lives on the new owner");
