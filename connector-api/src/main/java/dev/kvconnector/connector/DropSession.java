@@ -350,9 +350,19 @@ public final class DropSession implements AutoCloseable {
         }
     }
 
-    /** Waits for the load to end, so no copy into the target runs after this returns. */
+    /**
+     * Waits for the load to end, so no copy into the target runs after this returns. It does not throw the load's
+     * failure (that is {@link #result()}'s job), so a try-with-resources block never suppresses its own exception.
+     */
     @Override
     public void close() {
-        result();
+        lock.lock();
+        try {
+            while (!done) {
+                progress.awaitUninterruptibly();
+            }
+        } finally {
+            lock.unlock();
+        }
     }
 }
