@@ -298,7 +298,7 @@ public final class DropSession implements AutoCloseable {
                 keys[k++] = geo.chunks[c].layerKeys()[l];
             }
         }
-        store.removeBatch(keys, k);
+        connector.removeOrKeep(keys, k, "drop-select");
     }
 
     /**

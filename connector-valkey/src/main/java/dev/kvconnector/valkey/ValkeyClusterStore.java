@@ -353,7 +353,17 @@ public final class ValkeyClusterStore implements KVStore {
     /** PING and INFO on every master; names each. */
     @Override
     public String healthCheck() {
-        StringBuilder b = new StringBuilder(uri.masked()).append(": ").append(nodes.size()).append(" nodes");
+        int covered = 0;
+        for (ValkeyStore owner : owners) {
+            if (owner != null) {
+                covered++;
+            }
+        }
+        StringBuilder b = new StringBuilder(uri.masked()).append(": ").append(nodes.size()).append(" nodes, ")
+                .append(covered).append(" of ").append(owners.length).append(" slots covered");
+        if (covered < owners.length) {
+            b.append(" (WARNING: keys in uncovered slots fail; check CLUSTER SLOTS and the cluster's state)");
+        }
         for (ValkeyStore n : nodes.values()) {
             b.append("; ").append(n.healthCheck());
         }

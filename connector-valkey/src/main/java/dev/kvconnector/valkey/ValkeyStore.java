@@ -453,10 +453,11 @@ public final class ValkeyStore implements KVStore {
         RespConnection c = pool.borrow("healthCheck", null);
         boolean clean = false;
         try {
-            c.writer().array(1).raw(PING).array(2).raw(INFO).raw(SERVER).flush();
+            c.writer().array(1).raw(PING).array(2).raw(INFO).raw(SERVER).array(2).raw(INFO).bulk("memory").flush();
             long pong = c.reader().readStatus();
             String pingError = pong == RespReader.REPLY_ERROR ? c.reader().lastError() : null;
             String info = c.reader().readText();
+            String memory = c.reader().readText();
             clean = true;
             if (pingError != null) {
                 throw serverError(c, "healthCheck", null, pingError);
@@ -473,9 +474,15 @@ public final class ValkeyStore implements KVStore {
             if (mode == null) {
                 mode = infoField(info, "redis_mode");
             }
+            String maxmemory = memory == null ? null : infoField(memory, "maxmemory");
+            String used = memory == null ? null : infoField(memory, "used_memory");
+            String limit = maxmemory == null ? "unknown" : "0".equals(maxmemory) ? "unlimited" : maxmemory + " bytes";
+            String warning = "noeviction".equals(maxmemoryPolicy)
+                    ? ". WARNING: maxmemory-policy noeviction makes a full server refuse every put (STORE_FULL); a KV "
+                    + "cache wants allkeys-lru, or volatile-lru with ttl= set" : "";
             return uri.masked() + " answered PING: " + (name == null ? "redis" : name) + " " + version + ", mode "
-                    + mode + ", RESP" + c.protocol() + ", proto-max-bulk-len " + maxValueBytes
-                    + " bytes, maxmemory-policy " + maxmemoryPolicy;
+                    + mode + ", RESP" + c.protocol() + ", proto-max-bulk-len " + maxValueBytes + " bytes, used_memory "
+                    + used + " bytes, maxmemory " + limit + ", maxmemory-policy " + maxmemoryPolicy + warning;
         } finally {
             pool.release(c, clean);
         }
