@@ -3,6 +3,8 @@ package dev.kvconnector.demo;
 import dev.kvconnector.connector.KVStoreConnector;
 import dev.kvconnector.store.KVStore;
 import dev.kvconnector.store.KVStores;
+import dev.kvconnector.error.ErrorCode;
+import dev.kvconnector.error.KVException;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import picocli.CommandLine;
@@ -50,42 +52,82 @@ public final class EngineCommand implements Callable<Integer> {
             description = "How long a layer-wise load waits for the producer, in ms (default ${DEFAULT-VALUE}).")
     long layerTimeoutMillis;
 
-    private final CountDownLatch stopped = new CountDownLatch(1);
-
     /** Entry point. */
     public static void main(String[] args) {
         System.exit(new CommandLine(new EngineCommand()).execute(args));
     }
 
     @Override
-    public Integer call() throws Exception {
-        KVRole kvRole = KVRole.parse(role);
-        ModelConfig config = tiny ? ModelConfig.tiny(seed) : ModelConfig.small(seed);
-        ModelWeights weights = ModelWeights.random(config);
-        KVStore kvStore = kvRole == KVRole.NONE || store == null ? null : KVStores.open(store);
-        if (kvRole != KVRole.NONE && kvStore == null) {
-            throw new CommandLine.ParameterException(new CommandLine(this), "--role " + role + " needs --store URI");
-        }
-        KVStoreConnector connector = kvStore == null ? null : KVStoreConnector.builder(kvStore, config.kvLayout())
-                .modelId(config.modelId()).layerTimeoutMillis(layerTimeoutMillis).build();
-        Engine.Builder eb = Engine.builder(weights).role(kvRole, connector).layerWise(layerWise);
-        if (kvBlocks > 0) {
-            eb.cacheBlocks(kvBlocks);
-        }
-        Engine engine = eb.build();
-        EngineServer server = EngineServer.start(engine, host, port, modelName);
-        System.out.println("engine " + engine.engineId() + " (" + kvRole.vllmName() + ", " + config.modelId()
-                + ") listening on " + server.baseUri());
+    public Integer call() throws InterruptedException {
+        Running running = start();
+        System.out.println("engine " + running.engine().engineId() + " (" + running.engine().role().vllmName() + ", "
+                + running.engine().config().modelId() + ") listening on " + running.server().baseUri());
+        CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            server.close();
-            engine.close();
-            if (connector != null) {
-                connector.close();
-                kvStore.close();
-            }
+            running.close();
             stopped.countDown();
         }, "engine-shutdown"));
         stopped.await();
         return 0;
+    }
+
+    /**
+     * Builds the model, opens the store, and starts the engine and its server with this command's options, for
+     * launchers that run instances in-process.
+     */
+    public Running start() {
+        KVRole kvRole = KVRole.parse(role);
+        if (kvRole != KVRole.NONE && store == null) {
+            throw KVException.of(ErrorCode.INVALID_CONFIG, "role " + kvRole.vllmName() + " needs a KV store")
+                    .hint("pass --store URI, such as memory: or shm:/name").build();
+        }
+        ModelConfig config = tiny ? ModelConfig.tiny(seed) : ModelConfig.small(seed);
+        ModelWeights weights = ModelWeights.random(config);
+        KVStore kvStore = kvRole == KVRole.NONE ? null : KVStores.open(store);
+        KVStoreConnector connector = null;
+        Engine engine = null;
+        try {
+            if (kvStore != null) {
+                connector = KVStoreConnector.builder(kvStore, config.kvLayout()).modelId(config.modelId())
+                        .layerTimeoutMillis(layerTimeoutMillis).build();
+            }
+            Engine.Builder eb = Engine.builder(weights).role(kvRole, connector).layerWise(layerWise);
+            if (kvBlocks > 0) {
+                eb.cacheBlocks(kvBlocks);
+            }
+            engine = eb.build();
+            return new Running(EngineServer.start(engine, host, port, modelName), engine, connector, kvStore);
+        } catch (RuntimeException e) {
+            new Running(null, engine, connector, kvStore).close();
+            throw e;
+        }
+    }
+
+    /**
+     * A started instance: its server, engine, connector and store (the last two null with role none). Closing
+     * stops the server and frees everything in reverse order.
+     *
+     * @param server the HTTP server
+     * @param engine the engine
+     * @param connector the connector, or null
+     * @param store the store, or null
+     */
+    public record Running(EngineServer server, Engine engine, KVStoreConnector connector, KVStore store)
+            implements AutoCloseable {
+        @Override
+        public void close() {
+            if (server != null) {
+                server.close();
+            }
+            if (engine != null) {
+                engine.close();
+            }
+            if (connector != null) {
+                connector.close();
+            }
+            if (store != null) {
+                store.close();
+            }
+        }
     }
 }
