@@ -276,9 +276,12 @@ public final class EngineServer implements AutoCloseable {
         return root;
     }
 
-    private static void putParams(ObjectNode root, Generation g) {
+    /** A producer's answer, plus where it runs, as vLLM's prefill instances answer ({@code remote_host/port}). */
+    private void putParams(ObjectNode root, Generation g) {
         if (g.kvTransferParams() != null) {
-            root.set("kv_transfer_params", g.kvTransferParams().toJsonNode());
+            InetSocketAddress a = http.getAddress();
+            root.set("kv_transfer_params", g.kvTransferParams().toBuilder().remoteHost(a.getHostString())
+                    .remotePort(a.getPort()).build().toJsonNode());
         } else {
             root.putNull("kv_transfer_params");
         }

@@ -151,6 +151,7 @@ class EngineServerTest {
             JsonNode params = JSON.readTree(pr.body()).get("kv_transfer_params");
             assertTrue(params.get("do_remote_prefill").asBoolean());
             assertFalse(params.get("transfer_id").asText().isEmpty());
+            assertEquals(ps.port(), params.get("remote_port").asInt());
 
             ObjectNode toD = request(prompt, 16, true);
             toD.set("kv_transfer_params", params);
