@@ -5,6 +5,7 @@ import dev.kvconnector.store.KVStore;
 import dev.kvconnector.store.KVStores;
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
+import java.nio.file.Path;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import picocli.CommandLine;
@@ -44,6 +45,10 @@ public final class EngineCommand implements Callable<Integer> {
     @Option(names = "--tiny", description = "Serve the 2-layer test model instead of the 8-layer default.")
     boolean tiny;
 
+    @Option(names = "--weights", description = "Safetensors file of Hugging Face Llama weights for the model's config "
+            + "(F32, BF16 or F16, tied output head); default: weights drawn from --seed.")
+    Path weightsFile;
+
     @Option(names = "--kv-blocks", defaultValue = "0",
             description = "Blocks of 16 tokens in the paged KV cache; 0 means four full contexts.")
     int kvBlocks;
@@ -82,7 +87,7 @@ public final class EngineCommand implements Callable<Integer> {
                     .hint("pass --store URI, such as memory: or shm:/name").build();
         }
         ModelConfig config = tiny ? ModelConfig.tiny(seed) : ModelConfig.small(seed);
-        ModelWeights weights = ModelWeights.random(config);
+        ModelWeights weights = weightsFile == null ? ModelWeights.random(config) : ModelWeights.load(config, weightsFile);
         KVStore kvStore = kvRole == KVRole.NONE ? null : KVStores.open(store);
         KVStoreConnector connector = null;
         Engine engine = null;
