@@ -228,7 +228,7 @@ public final class Engine implements AutoCloseable {
             hidden = model.forward(rest, from, cache, table, inserter);
         } catch (RuntimeException e) {
             if (session != null) {
-                session.close();
+                abortQuietly(session);
             }
             throw e;
         }
@@ -263,8 +263,18 @@ public final class Engine implements AutoCloseable {
                 insertFailures.increment();
                 LOG.warn("inserting layer {} of {} prompt tokens into {} failed; serving without the insert: {}", layer,
                         session.tokens(), connector.store().uri(), e.getMessage());
-                session.close();
+                abortQuietly(session);
             }
+        }
+    }
+
+    /** Aborts an insert whose store may be the reason it failed; a failing cleanup must not fail the request. */
+    private void abortQuietly(InsertSession session) {
+        try {
+            session.close();
+        } catch (KVException e) {
+            LOG.warn("aborting the insert into {} left objects behind (they expire with the store's TTL): {}",
+                    connector.store().uri(), e.getMessage());
         }
     }
 

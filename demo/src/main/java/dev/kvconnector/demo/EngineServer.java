@@ -8,6 +8,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
 import dev.kvconnector.config.KVTransferParams;
+import dev.kvconnector.connector.ConnectorMetrics;
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
 import java.io.IOException;
@@ -31,7 +32,9 @@ import org.slf4j.LoggerFactory;
  *       {@code stream} (server-sent events {@code data: {...}} then {@code data: [DONE]}), and
  *       {@code kv_transfer_params} in the request and, from a producer, in the response;</li>
  *   <li>{@code GET /v1/models}: the one served model;</li>
- *   <li>{@code GET /health}: 200 with an empty body.</li>
+ *   <li>{@code GET /health}: 200 with an empty body;</li>
+ *   <li>{@code GET /kv/metrics}: the engine's and the connector's counters as JSON (prefill passes, loads, misses by
+ *       reason, layer latencies in microseconds), so a demo can show what each instance did.</li>
  * </ul>
  * Decoding is greedy whatever the sampling fields say. Bad requests get 400 with an OpenAI-style error object,
  * a body that is not JSON 415, an unknown model 404, a full cache 503. Each request runs on a virtual thread.
@@ -73,6 +76,7 @@ public final class EngineServer implements AutoCloseable {
         http.createContext("/v1/completions", s::completions);
         http.createContext("/v1/models", s::models);
         http.createContext("/health", s::health);
+        http.createContext("/kv/metrics", s::kvMetrics);
         http.start();
         LOG.info("serving {} ({}) on http://{}:{}", modelName, engine.role().vllmName(), host, s.port());
         return s;
@@ -118,6 +122,44 @@ public final class EngineServer implements AutoCloseable {
                     .put("max_model_len", engine.config().maxContext());
             json(ex, 200, root);
         }
+    }
+
+    private void kvMetrics(HttpExchange ex) throws IOException {
+        try (ex) {
+            if (!"GET".equals(ex.getRequestMethod())) {
+                error(ex, 405, "use GET /kv/metrics");
+                return;
+            }
+            EngineMetrics m = engine.metrics();
+            ObjectNode root = JSON.createObjectNode().put("engine_id", engine.engineId())
+                    .put("role", engine.role().vllmName()).put("model_id", engine.config().modelId());
+            ObjectNode e = root.putObject("engine").put("requests", m.requests())
+                    .put("prefill_passes", m.prefillPasses()).put("prefill_tokens", m.prefillTokens())
+                    .put("decode_steps", m.decodeSteps()).put("loaded_prefills", m.loadedPrefills())
+                    .put("partial_loads", m.partialLoads()).put("load_failures", m.loadFailures())
+                    .put("inserts", m.inserts()).put("insert_failures", m.insertFailures());
+            ObjectNode misses = e.putObject("misses");
+            m.misses().forEach((reason, n) -> misses.put(reason.name(), n));
+            if (engine.connector() == null) {
+                root.putNull("connector");
+            } else {
+                ConnectorMetrics.Snapshot c = engine.connector().metrics();
+                ObjectNode cn = root.putObject("connector").put("store", engine.connector().store().uri())
+                        .put("hits", c.hits()).put("partial_hits", c.partialHits()).put("commits", c.commits())
+                        .put("aborts", c.aborts()).put("inserted_bytes", c.insertedBytes())
+                        .put("dropped_bytes", c.droppedBytes());
+                ObjectNode cm = cn.putObject("misses");
+                c.misses().forEach((reason, n) -> cm.put(reason.name(), n));
+                latency(cn.putObject("insert_layer"), c.insertLayer());
+                latency(cn.putObject("drop_layer"), c.dropLayer());
+            }
+            json(ex, 200, root);
+        }
+    }
+
+    private static void latency(ObjectNode o, ConnectorMetrics.LatencySummary l) {
+        o.put("count", l.count()).put("p50_us", l.p50Nanos() / 1000.0).put("p99_us", l.p99Nanos() / 1000.0)
+                .put("max_us", l.maxNanos() / 1000.0);
     }
 
     private void completions(HttpExchange ex) throws IOException {

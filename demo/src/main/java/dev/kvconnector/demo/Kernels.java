@@ -1,5 +1,7 @@
 package dev.kvconnector.demo;
 
+import java.util.stream.IntStream;
+
 /**
  * The model's arithmetic on float arrays, in FP32 with a fixed summation order, so every caller that uses these
  * kernels gets bit-identical results for the same inputs.
@@ -24,12 +26,29 @@ final class Kernels {
         return (s0 + s1) + (s2 + s3);
     }
 
+    /** Multiply-adds below which a matmul stays on the calling thread: forking costs more than it saves. */
+    private static final long PARALLEL_MACS = 1L << 22;
+    /** Output rows per parallel task. */
+    private static final int ROWS_PER_TASK = 64;
+
     /**
      * {@code out[t][o] = x[t] . w[o]} for {@code n} rows: x is {@code [n][in]}, w is {@code [outDim][in]}, out is
-     * {@code [n][outDim]}. The weight row stays in cache while every token uses it.
+     * {@code [n][outDim]}. The weight row stays in cache while every token uses it. Large products (a prefill) split
+     * the output rows over the common fork-join pool; each element is still one {@link #dot}, so the result does
+     * not depend on the split.
      */
     static void matmul(float[] out, float[] x, float[] w, int n, int in, int outDim) {
-        for (int o = 0; o < outDim; o++) {
+        if ((long) n * in * outDim < PARALLEL_MACS) {
+            rows(out, x, w, n, in, outDim, 0, outDim);
+            return;
+        }
+        int tasks = (outDim + ROWS_PER_TASK - 1) / ROWS_PER_TASK;
+        IntStream.range(0, tasks).parallel().forEach(task -> rows(out, x, w, n, in, outDim, task * ROWS_PER_TASK,
+                Math.min(outDim, (task + 1) * ROWS_PER_TASK)));
+    }
+
+    private static void rows(float[] out, float[] x, float[] w, int n, int in, int outDim, int from, int to) {
+        for (int o = from; o < to; o++) {
             int wo = o * in;
             for (int t = 0; t < n; t++) {
                 out[t * outDim + o] = dot(w, wo, x, t * in, in);

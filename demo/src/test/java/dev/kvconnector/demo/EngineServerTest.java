@@ -162,6 +162,19 @@ class EngineServerTest {
             assertEquals(expected, streamedText(dr.body()));
             assertEquals(0, d.metrics().prefillPasses());
             assertEquals(1, dc.metrics().hits());
+
+            JsonNode dm = JSON.readTree(http.send(HttpRequest.newBuilder(ds.baseUri().resolve("/kv/metrics")).build(),
+                    HttpResponse.BodyHandlers.ofString()).body());
+            assertEquals("kv_consumer", dm.get("role").asText());
+            assertEquals(0, dm.at("/engine/prefill_passes").asInt());
+            assertEquals(1, dm.at("/engine/loaded_prefills").asInt());
+            assertEquals(1, dm.at("/connector/hits").asInt());
+            assertEquals(0, dm.at("/connector/misses/ABSENT").asInt());
+            assertEquals(WEIGHTS.config().layers(), dm.at("/connector/drop_layer/count").asInt());
+            JsonNode pm = JSON.readTree(http.send(HttpRequest.newBuilder(ps.baseUri().resolve("/kv/metrics")).build(),
+                    HttpResponse.BodyHandlers.ofString()).body());
+            assertEquals(1, pm.at("/engine/inserts").asInt());
+            assertEquals(1, pm.at("/connector/commits").asInt());
         }
     }
 }
