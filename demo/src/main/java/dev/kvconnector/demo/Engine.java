@@ -115,7 +115,7 @@ public final class Engine implements AutoCloseable {
         try {
             BlockTable table = new BlockTable(ids, ModelConfig.BLOCK_SIZE, ids.length * ModelConfig.BLOCK_SIZE);
             Prefill p = role.consumes() && connector != null ? load(request, table, transferId)
-                    : new Prefill(0, null, null);
+                    : Prefill.NONE;
             int first = p.firstToken();
             Generation.PrefillSource source = p.matched() == prompt.length ? Generation.PrefillSource.LOADED
                     : p.matched() > 0 ? Generation.PrefillSource.PARTIAL : Generation.PrefillSource.COMPUTED;
@@ -163,11 +163,12 @@ public final class Engine implements AutoCloseable {
         }
     }
 
-    /** What the store supplied: the tokens whose KV is in the cache, and the first token when all of them are. */
-    private record Prefill(int matched, MissReason missReason, Integer first) {
-        int firstToken() {
-            return first == null ? -1 : first;
-        }
+    /**
+     * What the store supplied: the prompt tokens whose KV is now in the cache, why nothing was (or null), and the
+     * first generated token when every prompt token was loaded (otherwise -1).
+     */
+    private record Prefill(int matched, MissReason missReason, int firstToken) {
+        static final Prefill NONE = new Prefill(0, null, -1);
     }
 
     private Prefill load(RequestTokens request, BlockTable table, String transferId) {
@@ -189,18 +190,18 @@ public final class Engine implements AutoCloseable {
                 partial.increment();
                 LOG.info("transfer {}: loaded {} of {} prompt tokens from {}; computing the other {}", transferId,
                         r.matchedTokens(), tokens, connector.store().uri(), tokens - r.matchedTokens());
-                return new Prefill(r.matchedTokens(), null, null);
+                return new Prefill(r.matchedTokens(), null, -1);
             }
             MissReason reason = r.reason() == null ? MissReason.ABSENT : r.reason();
             misses.get(reason).increment();
             LOG.info("transfer {}: KV miss {} for {} prompt tokens ({}); recomputing the prefill", transferId, reason,
                     tokens, r.detail());
-            return new Prefill(0, reason, null);
+            return new Prefill(0, reason, -1);
         } catch (KVException e) {
             loadFailures.increment();
             LOG.warn("transfer {}: loading KV from {} failed; recomputing the prefill: {}", transferId,
                     connector.store().uri(), e.getMessage());
-            return new Prefill(0, null, null);
+            return Prefill.NONE;
         } finally {
             hiddenPool.release(hidden);
         }

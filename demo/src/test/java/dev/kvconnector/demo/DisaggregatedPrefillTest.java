@@ -181,8 +181,30 @@ class DisaggregatedPrefillTest {
         }
     }
 
+    @Test
+    void aPartialHitComputesOnlyTheMissingSuffix() {
+        int[] prompt = ByteTokenizer.encode("Chunk one is stored, chunk two is lost. ".repeat(8).substring(0, 300));
+        int[] expected = single.generate(prompt, MAX_TOKENS).tokens();
+        try (Engine decode = Engine.builder(WEIGHTS).role(KVRole.CONSUMER, dConnector).build()) {
+            producer.generate(prompt, 1, transfer("req-8"), t -> { });
+            assertTrue(store.remove(keys(prompt, "req-8", 1).manifestKey()));
+
+            Generation d = decode.generate(prompt, MAX_TOKENS, transfer("req-8"), t -> { });
+
+            assertArrayEquals(expected, d.tokens());
+            assertEquals(Generation.PrefillSource.PARTIAL, d.prefill());
+            assertEquals(1, dConnector.metrics().partialHits());
+            assertEquals(1, decode.metrics().partialLoads());
+            assertEquals(300 - 256, decode.metrics().prefillTokens(), "only the tokens after the stored chunk");
+        }
+    }
+
     private ChunkKeys keys(int[] prompt, String transferId) {
+        return keys(prompt, transferId, 0);
+    }
+
+    private ChunkKeys keys(int[] prompt, String transferId, int chunk) {
         RequestTokens r = RequestTokens.of(prompt).inNamespace(transferId);
-        return KeySchemes.byName(KeySchemes.DEFAULT).plan(pConnector.keyContext(), r).chunks().getFirst();
+        return KeySchemes.byName(KeySchemes.DEFAULT).plan(pConnector.keyContext(), r).chunks().get(chunk);
     }
 }
