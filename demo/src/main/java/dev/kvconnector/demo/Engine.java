@@ -20,6 +20,7 @@ import dev.kvconnector.tensor.TensorSpec;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.EnumMap;
 import java.util.Map;
 import java.util.UUID;
@@ -117,10 +118,13 @@ public final class Engine implements AutoCloseable {
             Prefill p = role.consumes() && connector != null ? load(request, table, transferId)
                     : Prefill.NONE;
             int first = p.firstToken();
+            boolean inserted = false;
             Generation.PrefillSource source = p.matched() == prompt.length ? Generation.PrefillSource.LOADED
                     : p.matched() > 0 ? Generation.PrefillSource.PARTIAL : Generation.PrefillSource.COMPUTED;
             if (source != Generation.PrefillSource.LOADED) {
-                first = computePrefill(prompt, p.matched(), table, request);
+                Computed c = computePrefill(prompt, p.matched(), table, request);
+                first = c.firstToken();
+                inserted = c.inserted();
             }
             int[] out = new int[maxTokens];
             out[0] = first;
@@ -134,7 +138,7 @@ public final class Engine implements AutoCloseable {
                 onToken.accept(next);
             }
             KVTransferParams answer = role.produces() && connector != null ? KVTransferParams.builder()
-                    .transferId(transferId).doRemotePrefill(true).doRemoteDecode(false).remoteEngineId(engineId)
+                    .transferId(transferId).doRemotePrefill(inserted).doRemoteDecode(false).remoteEngineId(engineId)
                     .tpSize(1).build() : null;
             return new Generation(out, prompt.length, source, p.missReason(), answer);
         } finally {
@@ -219,8 +223,11 @@ public final class Engine implements AutoCloseable {
         }
     }
 
-    /** Computes prompt positions {@code [from, T)} and, when this engine produces and computes all of them, inserts. */
-    private int computePrefill(int[] prompt, int from, BlockTable table, RequestTokens request) {
+    /**
+     * Computes prompt positions {@code [from, T)} and, when this engine produces and computes all of them, inserts.
+     *
+     */
+    private Computed computePrefill(int[] prompt, int from, BlockTable table, RequestTokens request) {
         int[] rest = Arrays.copyOfRange(prompt, from, prompt.length);
         InsertSession session = role.produces() && connector != null && from == 0 ? beginInsert(request) : null;
         LayerInserter inserter = session == null ? null : new LayerInserter(session, table);
@@ -235,10 +242,12 @@ public final class Engine implements AutoCloseable {
         }
         prefillPasses.increment();
         prefillTokens.add(rest.length);
-        if (inserter != null && !inserter.failed) {
-            finishInsert(session, hidden, prompt.length);
-        }
-        return Kernels.argmax(model.logits(hidden, rest.length - 1));
+        boolean inserted = inserter != null && !inserter.failed && finishInsert(session, hidden, prompt.length);
+        return new Computed(Kernels.argmax(model.logits(hidden, rest.length - 1)), inserted);
+    }
+
+    /** A computed prefill: the first generated token, and whether its KV was inserted and committed. */
+    private record Computed(int firstToken, boolean inserted) {
     }
 
     /** Puts each layer as the forward pass finishes its K and V; a failed put aborts the insert, not the request. */
@@ -289,7 +298,8 @@ public final class Engine implements AutoCloseable {
         }
     }
 
-    private void finishInsert(InsertSession insert, float[] hidden, int tokens) {
+    /** Puts the hidden states and commits; false (logged, counted) when the store failed. */
+    private boolean finishInsert(InsertSession insert, float[] hidden, int tokens) {
         int h = config.hiddenSize();
         long bytes = (long) tokens * h * Float.BYTES;
         MemorySegment seg = hiddenPool.acquire(bytes);
@@ -298,10 +308,12 @@ public final class Engine implements AutoCloseable {
             insert.putHidden(Tensor.host(TensorSpec.of(DType.FP32, tokens, h), seg.asSlice(0, bytes)));
             insert.commit();
             inserts.increment();
+            return true;
         } catch (KVException e) {
             insertFailures.increment();
             LOG.warn("inserting {} prompt tokens into {} failed; the decode side will recompute: {}", tokens,
                     connector.store().uri(), e.getMessage());
+            return false;
         } finally {
             hiddenPool.release(seg);
         }
@@ -312,7 +324,7 @@ public final class Engine implements AutoCloseable {
         Map<MissReason, Long> m = new EnumMap<>(MissReason.class);
         misses.forEach((k, v) -> m.put(k, v.sum()));
         return new EngineMetrics(requests.sum(), prefillPasses.sum(), prefillTokens.sum(), decodeSteps.sum(),
-                loaded.sum(), partial.sum(), Map.copyOf(m), loadFailures.sum(), inserts.sum(), insertFailures.sum());
+                loaded.sum(), partial.sum(), Collections.unmodifiableMap(m), loadFailures.sum(), inserts.sum(), insertFailures.sum());
     }
 
     /** The model's config. */

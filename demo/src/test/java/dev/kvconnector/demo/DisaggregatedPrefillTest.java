@@ -178,6 +178,8 @@ class DisaggregatedPrefillTest {
             assertArrayEquals(first.tokens(), second.tokens());
             assertEquals(1, both.metrics().prefillPasses());
             assertEquals(1, both.metrics().inserts());
+            assertEquals(Boolean.TRUE, first.kvTransferParams().doRemotePrefill());
+            assertEquals(Boolean.FALSE, second.kvTransferParams().doRemotePrefill(), "a load stores nothing new");
         }
     }
 

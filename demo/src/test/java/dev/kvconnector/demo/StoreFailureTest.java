@@ -23,6 +23,7 @@ class StoreFailureTest {
             assertArrayEquals(plain.generate(prompt, 5).tokens(), g.tokens());
             assertEquals(1, p.metrics().insertFailures());
             assertEquals(0, p.metrics().inserts());
+            assertEquals(Boolean.FALSE, g.kvTransferParams().doRemotePrefill(), "nothing was stored for D to load");
         }
     }
 
