@@ -14,7 +14,12 @@ import dev.kvconnector.key.KeySchemes;
 import dev.kvconnector.key.RequestTokens;
 import dev.kvconnector.store.KVStore;
 import dev.kvconnector.store.KVStores;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -199,6 +204,41 @@ class DisaggregatedPrefillTest {
             assertEquals(1, decode.metrics().partialLoads());
             assertEquals(300 - 256, decode.metrics().prefillTokens(), "only the tokens after the stored chunk");
         }
+    }
+
+    @Test
+    void aLayerWiseLoadWithNoProducerTimesOutAndRecomputes() {
+        int[] prompt = ByteTokenizer.encode("Nobody is producing this.");
+        ModelConfig c = WEIGHTS.config();
+        try (KVStoreConnector impatient = KVStoreConnector.builder(store, c.kvLayout()).modelId(c.modelId())
+                .layerTimeoutMillis(200).build();
+             Engine decode = Engine.builder(WEIGHTS).role(KVRole.CONSUMER, impatient).layerWise(true).build()) {
+            Generation d = decode.generate(prompt, 4, transfer("req-9"), t -> { });
+            assertEquals(MissReason.TIMED_OUT, d.missReason());
+            assertEquals(1, decode.metrics().misses(MissReason.TIMED_OUT));
+            assertArrayEquals(single.generate(prompt, 4).tokens(), d.tokens());
+        }
+    }
+
+    @Test
+    void concurrentRequestsOnOneEngineGetTheirOwnBlocksAndTokens() throws Exception {
+        String[] prompts = {"first concurrent prompt", "second, a little longer prompt", "3rd", "the fourth one"};
+        int[][] serial = new int[prompts.length][];
+        for (int i = 0; i < prompts.length; i++) {
+            serial[i] = single.generate(ByteTokenizer.encode(prompts[i]), 10).tokens();
+        }
+        try (ExecutorService pool = Executors.newVirtualThreadPerTaskExecutor()) {
+            List<Future<int[]>> futures = new ArrayList<>();
+            for (int round = 0; round < 3; round++) {
+                for (String prompt : prompts) {
+                    futures.add(pool.submit(() -> single.generate(ByteTokenizer.encode(prompt), 10).tokens()));
+                }
+            }
+            for (int i = 0; i < futures.size(); i++) {
+                assertArrayEquals(serial[i % prompts.length], futures.get(i).get(30, TimeUnit.SECONDS));
+            }
+        }
+        assertEquals(WEIGHTS.config().maxContext() / 16 * 4, single.freeBlocks());
     }
 
     private ChunkKeys keys(int[] prompt, String transferId) {
