@@ -23,8 +23,11 @@ public final class CudaResult {
     public static final int OUT_OF_MEMORY = 2;
     /** {@code CUDA_ERROR_NOT_INITIALIZED}: a call came before {@code cuInit}. */
     public static final int NOT_INITIALIZED = 3;
-    /** {@code CUDA_ERROR_INSUFFICIENT_DRIVER}. */
-    public static final int INSUFFICIENT_DRIVER = 35;
+    /**
+     * {@code CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER}. The driver API has no {@code INSUFFICIENT_DRIVER}: 35 is the
+     * runtime API's {@code cudaErrorInsufficientDriver}, which no driver call returns.
+     */
+    public static final int CALL_REQUIRES_NEWER_DRIVER = 36;
     /** {@code CUDA_ERROR_NO_DEVICE}. */
     public static final int NO_DEVICE = 100;
     /** {@code CUDA_ERROR_INVALID_CONTEXT}. */
@@ -136,6 +139,7 @@ public final class CudaResult {
             914=CUDA_ERROR_INVALID_RESOURCE_TYPE
             915=CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION
             916=CUDA_ERROR_KEY_ROTATION
+            999=CUDA_ERROR_UNKNOWN
             """;
 
     private static final Map<Integer, String> NAME_BY_CODE = parseNames();
@@ -147,9 +151,8 @@ public final class CudaResult {
             Map.entry(4, "the driver is shutting down (JVM exit in progress)"),
             Map.entry(34, "libcuda.so is the toolkit's stub library, not the driver: put the real driver's"
                     + " libcuda.so.1 first on the library path (not .../cuda/lib64/stubs)"),
-            Map.entry(INSUFFICIENT_DRIVER, "the installed NVIDIA driver is older than the CUDA version needed:"
+            Map.entry(CALL_REQUIRES_NEWER_DRIVER, "the installed NVIDIA driver is older than this call needs:"
                     + " upgrade the driver"),
-            Map.entry(36, "this call needs a newer NVIDIA driver: upgrade the driver"),
             Map.entry(46, "the GPU is busy or unavailable (exclusive-process compute mode, or in use):"
                     + " check nvidia-smi's compute mode and other processes"),
             Map.entry(NO_DEVICE, "no GPU visible: check CUDA_VISIBLE_DEVICES and the driver (nvidia-smi)"),
@@ -211,7 +214,7 @@ public final class CudaResult {
     /** The {@link ErrorCode} a failed call with this code becomes (see the class comment). */
     public static ErrorCode errorCode(int code) {
         return switch (code) {
-            case NO_DEVICE, INSUFFICIENT_DRIVER, 34, 36, 46, UNSUPPORTED_PTX_VERSION, 221, 223, 802, 803, 804 ->
+            case NO_DEVICE, CALL_REQUIRES_NEWER_DRIVER, 34, 46, UNSUPPORTED_PTX_VERSION, 221, 223, 802, 803, 804 ->
                     ErrorCode.UNSUPPORTED_MEMORY;
             case 1, NOT_INITIALIZED, 101, 200, INVALID_CONTEXT, 209, 218, 400, 500, 701, 716 -> ErrorCode.INTERNAL;
             default -> ErrorCode.STORE_ERROR;

@@ -60,8 +60,8 @@ public final class LayerStagingPipeline {
                     stages.startCopy(i + 1, next);
                     pending[next] = true;
                 }
-                stages.awaitCopy(buffer);
                 pending[buffer] = false;
+                stages.awaitCopy(buffer);
                 stages.put(i, buffer);
             }
         } catch (RuntimeException | Error e) {
