@@ -59,7 +59,8 @@ public final class CudaPagedKernels implements AutoCloseable {
      * A request's slots, on the device.
      *
      * @param kind slot mapping ({@code int64} per token) or block table ({@code int32} per block)
-     * @param pointer device address of the index array
+     * @param pointer device address of the index array: {@code tokens} slots, or {@code ceil(tokens / blockSize)}
+     *     block ids (the kernel reads that many and cannot check the array's length)
      * @param blockSize tokens per block, for a block table (ignored for a slot mapping)
      * @param tokens tokens to move
      */
