@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the CUDA kernels into native/target/ptx with nvcc, and the native libraries into native/target/lib with CMake. Skips, with a message, when
-# cmake or a C compiler is missing: the Java tests then say why they cannot run.
+# Builds the CUDA kernels into native/target/ptx with nvcc, and the native libraries into native/target/lib with
+# CMake. Each step skips, with a message, when its tool (nvcc; cmake or a C compiler) is missing: the Java tests
+# then say why they cannot run.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 # The CUDA kernels need only nvcc (no GPU, no cmake); connector-api packages target/ptx into its jar.

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
+import java.util.List;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
@@ -52,6 +53,6 @@ class CudaRuntimeProbeTest {
 
     @Test
     void driverVersionPrintsAsMajorDotMinor() {
-        assertEquals("12.4", new CudaRuntime.Probe(true, "libcuda.so.1", 12040, java.util.List.of(), "").driverVersionText());
+        assertEquals("12.4", new CudaRuntime.Probe(true, "libcuda.so.1", 12040, List.of(), "").driverVersionText());
     }
 }
