@@ -83,6 +83,7 @@ class KvctlTest {
         Run ok = kvctl("doctor", "--store", "memory:?capacity=64MiB");
         assertEquals(0, ok.code(), ok.out() + ok.err());
         assertTrue(ok.out().contains("ok   round trip") && ok.out().strip().endsWith("healthy"), ok.out());
+        assertTrue(ok.out().contains("info cuda: "), ok.out());
         Run bad = kvctl("doctor", "--store", "memory:?capacity=2");
         assertEquals(Kvctl.EXIT_FAILURE, bad.code());
         assertTrue(bad.out().contains("FAIL round trip") && bad.out().contains("VALUE_TOO_LARGE"), bad.out());
