@@ -13,6 +13,8 @@ import java.lang.foreign.ValueLayout;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * One request's drop-select. In whole-request mode ({@link KVStoreConnector#dropSelect}) it reads only a committed
@@ -31,6 +33,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * }</pre>
  */
 public final class DropSession implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(DropSession.class);
     private static final long MIN_BACKOFF_NANOS = 10_000;
     private static final long MAX_BACKOFF_NANOS = 1_000_000;
 
@@ -83,6 +86,11 @@ public final class DropSession implements AutoCloseable {
         }
         if (r != null) {
             connector.metricsRecorder().recordResult(r);
+            if (!r.isHit()) {
+                LOG.debug("drop-select missed on {}: {} ({})", store.uri(), r.reason(), r.detail());
+            }
+        } else {
+            LOG.warn("drop-select failed on {}: {}", store.uri(), f.toString());
         }
     }
 

@@ -12,6 +12,8 @@ import dev.kvconnector.tensor.TensorSpec;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.concurrent.atomic.AtomicReference;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * One request's insert, written layer by layer: begin, put every layer (and optionally the hidden states), then
@@ -34,6 +36,7 @@ import java.util.concurrent.atomic.AtomicReference;
  * removes whatever was written. Not thread-safe: one thread drives one session.
  */
 public final class InsertSession implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(InsertSession.class);
     private enum State { OPEN, COMMITTED, ABORTED }
 
     private final KVStoreConnector connector;
@@ -200,7 +203,10 @@ public final class InsertSession implements AutoCloseable {
                     connector.metricsRecorder().recordInsertLayer(stagedNanos + System.nanoTime() - putStart, bytes);
                 }
             } catch (Throwable t) {
-                failure.compareAndSet(null, t);
+                if (failure.compareAndSet(null, t)) {
+                    LOG.warn("layer put to {} failed; the insert will abort at commit: {}", connector.store().uri(),
+                            t.toString());
+                }
             } finally {
                 connector.staging().release(staging);
                 synchronized (pendingLock) {

@@ -442,6 +442,38 @@ public abstract class ConnectorContract {
         assertTrue(c.metrics().insertLayer().count() >= 8L * MHA.numLayers());
     }
 
+    @Test
+    void aStoreThatFillsUpFailsTheCommitAndLeavesNothingVisible() {
+        KVStoreConnector c = connector(MHA, DropMode.CONSUME);
+        RequestTokens req = request(4000, 15);
+        long requestBytes = 4000L * MHA.bytesPerTokenPerLayer() * MHA.numLayers();
+        long free = freeBytes();
+        org.junit.jupiter.api.Assumptions.assumeTrue(free > 0 && free < requestBytes,
+                "this store cannot be filled by one request (free bytes " + free + ")");
+        Tensor[][] layers = randomLayers(MHA, 4000, 15);
+        InsertSession s = c.beginInsert(req);
+        KVException e = assertThrows(KVException.class, () -> {
+            for (int l = 0; l < layers.length; l++) {
+                s.putLayer(l, layers[l]);
+            }
+            s.commit();
+        });
+        assertEquals(ErrorCode.STORE_FULL, e.code(), e.getMessage());
+        s.abort();
+        assertEquals(0, c.lookup(req));
+        for (String k : allKeys(c, req)) {
+            assertFalse(store.exists(k), k + " survived the failed insert");
+        }
+    }
+
+    /**
+     * Bytes this test's store can still take before it refuses a put, or 0 when it cannot be filled (it evicts, or
+     * is too large to fill in a test). Stores that refuse when full override this to run the store-full test.
+     */
+    protected long freeBytes() {
+        return 0;
+    }
+
     private KeyPlan plan(KVStoreConnector c, RequestTokens req) {
         return KeySchemes.byName(KeySchemes.DEFAULT).plan(c.keyContext(), req);
     }
