@@ -29,85 +29,113 @@ import org.openjdk.jmh.annotations.TearDown;
  *   <li>{@link #dropSelect}: read every layer of a committed request into the target tensors and drop it. The
  *       request is inserted before each invocation, untimed.</li>
  * </ul>
- * A request takes from about 100 us (qwen2.5-0.5b, 256 tokens) to tens of ms, long enough that JMH's per-invocation
- * fixtures do not distort the sample.
+ * Every drop-select, timed or not, must return the whole request, or the trial fails: a miss is fast and would
+ * pass for a good number. A request takes from about 100 us (qwen2.5-0.5b, 256 tokens) to seconds, long enough
+ * that JMH's per-invocation fixtures do not distort the sample.
  */
-@State(Scope.Thread)
 @BenchmarkMode(Mode.SampleTime)
 @OutputTimeUnit(TimeUnit.MICROSECONDS)
 @Fork(value = 1, jvmArgsAppend = "--enable-native-access=ALL-UNNAMED")
 public class ConnectorBenchmark {
-    /** Store URI template (see {@link StoreFixture}). */
-    @Param({"memory:?capacity=2GiB"})
-    public String store;
-    /** Model preset. */
-    @Param({"qwen2.5-0.5b", "llama3-8b", "deepseek-v3-mla"})
-    public String model;
-    /** Prompt tokens per request. */
-    @Param({"256", "1024", "4096"})
-    public int tokens;
 
-    private StoreFixture fixture;
-    private KVStore kv;
-    private TransferWorkload workload;
-    private int request;
-    private boolean leftover;
-
-    /** Starts the store and checks that one request survives a round trip intact. */
-    @Setup(Level.Trial)
-    public void setUp() {
-        fixture = StoreFixture.start(store);
-        kv = KVStores.open(fixture.uri());
-        workload = new TransferWorkload(kv, KVLayout.preset(model), tokens, false);
-        workload.insert(request);
-        DropResult r = workload.dropSelect(request++);
-        if (!r.isComplete() || !workload.targetMatchesSource()) {
-            throw new IllegalStateException(fixture.uri() + " did not return the request intact: " + r);
-        }
-    }
-
-    /** Closes the workload, the store and its fixture. */
-    @TearDown(Level.Trial)
-    public void tearDown() {
-        try {
-            workload.close();
-            kv.close();
-        } finally {
-            fixture.close();
-        }
-    }
-
-    /** Commits the next request before each invocation of {@link #dropSelect}. */
+    /** A store, its fixture and a workload, for one trial. */
     @State(Scope.Thread)
-    public static class Committed {
-        /** Inserts the next request when the benchmark is {@link #dropSelect}. */
+    public abstract static class Workload {
+        /** Round trips before JMH's warmup starts, at most, to warm the JIT and fault in staging and store memory. */
+        static final int PREWARM_REQUESTS = 20;
+        /** Time bound on those round trips, ms. */
+        static final long PREWARM_MS = 6000;
+
+        /** Store URI template (see {@link StoreFixture}). */
+        @Param({"memory:?capacity=2GiB"})
+        public String store;
+        /** Model preset. */
+        @Param({"qwen2.5-0.5b", "llama3-8b", "deepseek-v3-mla"})
+        public String model;
+        /** Prompt tokens per request. */
+        @Param({"256", "1024", "4096"})
+        public int tokens;
+
+        StoreFixture fixture;
+        KVStore kv;
+        TransferWorkload workload;
+        int request;
+
+        /** Starts the store and checks that one request survives a round trip intact. */
+        @Setup(Level.Trial)
+        public void setUp() {
+            fixture = StoreFixture.start(store);
+            kv = KVStores.open(fixture.uri());
+            workload = new TransferWorkload(kv, KVLayout.preset(model), tokens, false);
+            workload.insert(request);
+            requireComplete(workload.dropSelect(request++));
+            if (!workload.targetMatchesSource()) {
+                throw new IllegalStateException(fixture.uri() + " returned other bytes than were inserted");
+            }
+            // A request is large and few fit in a short JMH warmup; without these the first (cold) ones dominate.
+            long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(PREWARM_MS);
+            for (int i = 1; i < PREWARM_REQUESTS && System.nanoTime() < deadline; i++) {
+                workload.insert(request);
+                requireComplete(workload.dropSelect(request++));
+            }
+        }
+
+        void requireComplete(DropResult r) {
+            if (!r.isComplete()) {
+                throw new IllegalStateException("request " + request + " came back incomplete from " + fixture.uri()
+                        + ": " + r);
+            }
+        }
+
+        /** Closes the workload, the store and its fixture. */
+        @TearDown(Level.Trial)
+        public void tearDown() {
+            try {
+                workload.close();
+                kv.close();
+            } finally {
+                fixture.close();
+            }
+        }
+    }
+
+    /** For {@link #insert}: consumes each inserted request afterwards, untimed. */
+    public static class Inserting extends Workload {
+        /** Drop-selects the request just inserted, so the store starts every invocation empty. */
+        @TearDown(Level.Invocation)
+        public void consume() {
+            requireComplete(workload.dropSelect(request++));
+        }
+    }
+
+    /** For {@link #dropSelect}: commits a request before each invocation, untimed. */
+    public static class Dropping extends Workload {
+        DropResult dropped;
+
+        /** Inserts the request the next invocation drop-selects. */
         @Setup(Level.Invocation)
-        public void insertNext(ConnectorBenchmark b) {
-            b.workload.insert(b.request);
+        public void commitNext() {
+            workload.insert(request);
+        }
+
+        /** Checks that the timed drop-select got the whole request. */
+        @TearDown(Level.Invocation)
+        public void check() {
+            requireComplete(dropped);
+            request++;
         }
     }
 
     /** Inserts one request (every layer, then commit). */
     @Benchmark
-    public void insert() {
-        workload.insert(request);
-        leftover = true;
+    public void insert(Inserting w) {
+        w.workload.insert(w.request);
     }
 
-    /** Drop-selects the request that {@link Committed} inserted. */
+    /** Drop-selects the request that {@link Dropping#commitNext} inserted. */
     @Benchmark
-    public DropResult dropSelect(Committed committed) {
-        leftover = false;
-        return workload.dropSelect(request);
-    }
-
-    /** Consumes what {@link #insert} left in the store, so every invocation starts from an empty store. */
-    @TearDown(Level.Invocation)
-    public void consumeLeftover() {
-        if (leftover) {
-            leftover = false;
-            workload.dropSelect(request);
-        }
-        request++;
+    public DropResult dropSelect(Dropping w) {
+        w.dropped = w.workload.dropSelect(w.request);
+        return w.dropped;
     }
 }
