@@ -298,7 +298,7 @@ public final class DropSession implements AutoCloseable {
                 keys[k++] = geo.chunks[c].layerKeys()[l];
             }
         }
-        store.removeBatch(keys, k);
+        connector.removeOrKeep(keys, k, "drop-select");
     }
 
     /**
@@ -350,9 +350,19 @@ public final class DropSession implements AutoCloseable {
         }
     }
 
-    /** Waits for the load to end, so no copy into the target runs after this returns. */
+    /**
+     * Waits for the load to end, so no copy into the target runs after this returns. It does not throw the load's
+     * failure (that is {@link #result()}'s job), so a try-with-resources block never suppresses its own exception.
+     */
     @Override
     public void close() {
-        result();
+        lock.lock();
+        try {
+            while (!done) {
+                progress.awaitUninterruptibly();
+            }
+        } finally {
+            lock.unlock();
+        }
     }
 }

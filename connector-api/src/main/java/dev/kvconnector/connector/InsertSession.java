@@ -311,7 +311,7 @@ public final class InsertSession implements AutoCloseable {
                 }
             }
         }
-        connector.store().removeBatch(keys, k);
+        connector.removeOrKeep(keys, k, "abort");
         connector.metricsRecorder().recordAbort();
     }
 

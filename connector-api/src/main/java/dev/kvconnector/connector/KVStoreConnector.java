@@ -19,6 +19,8 @@ import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Moves a request's KV cache and hidden states between an engine and a {@link KVStore}, with vLLM's lookup-buffer
@@ -37,6 +39,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * support zero-copy registration.
  */
 public final class KVStoreConnector implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(KVStoreConnector.class);
     private final KVStore store;
     private final KVLayout layout;
     private final KeyScheme scheme;
@@ -51,6 +54,7 @@ public final class KVStoreConnector implements AutoCloseable {
     private final RegisteredMemory registration;
     private final ConnectorMetrics metrics = new ConnectorMetrics();
     private volatile boolean closed;
+    private volatile boolean warnedNoRemove;
 
     private KVStoreConnector(Builder b) {
         this.store = b.store;
@@ -189,6 +193,25 @@ public final class KVStoreConnector implements AutoCloseable {
 
     long layerTimeoutMillis() {
         return layerTimeoutMillis;
+    }
+
+    /**
+     * Removes keys; a store whose protocol has no delete (an LMCache server) keeps them until it evicts them, which
+     * is logged once rather than failing a read that already succeeded. Unmanifested objects stay invisible.
+     */
+    void removeOrKeep(String[] keys, int count, String op) {
+        try {
+            store.removeBatch(keys, count);
+        } catch (KVException e) {
+            if (e.code() != ErrorCode.UNSUPPORTED) {
+                throw e;
+            }
+            if (!warnedNoRemove) {
+                warnedNoRemove = true;
+                LOG.warn("{} cannot remove objects ({}); after {} they stay until the store evicts them. Use "
+                        + "DropMode.RETAIN with this store", store.uri(), e.getMessage(), op);
+            }
+        }
     }
 
     void execute(Runnable task) {

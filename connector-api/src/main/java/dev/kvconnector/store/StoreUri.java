@@ -151,7 +151,7 @@ public final class StoreUri {
         return KVException.of(ErrorCode.INVALID_URI, detail).store(uri).build();
     }
 
-    /** Best-effort masking of text that failed to parse. */
+    /** Masks {@code //user:password@} inside text: unparsed URIs, and URIs nested in option values. */
     static String maskRaw(String s) {
         return s.replaceAll("//([^:/@]*):[^@/]*@", "//$1:***@");
     }
@@ -315,7 +315,7 @@ public final class StoreUri {
             boolean first = true;
             for (Map.Entry<String, String> e : params.entrySet()) {
                 sb.append(first ? "" : "&").append(e.getKey()).append('=')
-                        .append(SECRET_PARAMS.contains(e.getKey().toLowerCase(Locale.ROOT)) ? "***" : e.getValue());
+                        .append(SECRET_PARAMS.contains(e.getKey().toLowerCase(Locale.ROOT)) ? "***" : maskRaw(e.getValue()));
                 first = false;
             }
         }

@@ -31,6 +31,9 @@ class StoreUriTest {
         assertFalse(u.toString().contains("other"));
         assertFalse(u.toString().contains("abc"));
         assertTrue(u.masked().startsWith("rediss://bob:***@h:1"), u.masked());
+        StoreUri nested = StoreUri.parse("mooncake://m:50051?metadata=redis://meta:hunter3@h:6379");
+        assertFalse(nested.masked().contains("hunter3"), nested.masked());
+        assertTrue(nested.masked().contains("metadata=redis://meta:***@h:6379"), nested.masked());
         KVException e = assertThrows(KVException.class, () -> StoreUri.parse("valkey://u:hunter2@h:99999"));
         assertFalse(e.getMessage().contains("hunter2"), e.getMessage());
     }

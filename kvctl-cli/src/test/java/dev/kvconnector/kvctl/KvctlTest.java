@@ -5,6 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.kvconnector.lmcache.protocol.LmProtocolVersion;
+import dev.kvconnector.lmcache.server.LmCacheServer;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -54,6 +56,22 @@ class KvctlTest {
     }
 
     @Test
+    void putThenGetAcrossInvocationsThroughAnShmStore(@TempDir Path dir) throws IOException {
+        String uri = "shm:/kvctl-test-" + ProcessHandle.current().pid() + "?capacity=16MiB&dir=" + dir;
+        Path in = dir.resolve("in.bin");
+        byte[] data = new byte[123_457];
+        new java.util.Random(2).nextBytes(data);
+        Files.write(in, data);
+        assertEquals(0, kvctl("put", "--store", uri, "--key", "k", "--in", in.toString()).code());
+        Path out = dir.resolve("out.bin");
+        Run get = kvctl("get", "--store", uri, "--key", "k", "--out", out.toString());
+        assertEquals(0, get.code(), get.err());
+        assertEquals(-1, Files.mismatch(in, out));
+        assertEquals(0, kvctl("rm", "--store", uri, "--key", "k").code());
+        assertEquals(Kvctl.EXIT_MISS, kvctl("exists", "--store", uri, "--key", "k").code());
+    }
+
+    @Test
     void unknownStoreFailsWithTheHint() {
         Run r = kvctl("exists", "--store", "nosuch://h:1", "--key", "k");
         assertEquals(Kvctl.EXIT_FAILURE, r.code());
@@ -94,6 +112,48 @@ class KvctlTest {
         Run hf = kvctl("key", "--scheme", "lmcache-v0", "--model", "m", "--chunk-size", "4", "--fmt", "huggingface",
                 "--tokens", "0,1,2,3");
         assertTrue(hf.out().startsWith("huggingface@m@1@0@a1e03200"), hf.out());
+    }
+
+    @Test
+    void objectsRoundTripThroughAnLmcacheServerAndDoctorNotesTheMissingDelete(@TempDir Path dir) throws IOException {
+        LmCacheServer server = LmCacheServer.builder().protocol(LmProtocolVersion.V1).capacityBytes(64L << 20).build()
+                .start();
+        try {
+            String uri = "lm://127.0.0.1:" + server.boundPort();
+            Path in = dir.resolve("in.bin");
+            byte[] data = new byte[300_000];
+            new java.util.Random(1).nextBytes(data);
+            Files.write(in, data);
+            assertEquals(0, kvctl("put", "--store", uri, "--key", "obj", "--in", in.toString()).code());
+            Path out = dir.resolve("out.bin");
+            assertEquals(0, kvctl("get", "--store", uri, "--key", "obj", "--out", out.toString()).code());
+            assertEquals(-1, Files.mismatch(in, out));
+            assertEquals(0, kvctl("exists", "--store", uri, "--key", "obj").code());
+            Run doctor = kvctl("doctor", "--store", uri);
+            assertEquals(0, doctor.code(), doctor.out());
+            assertTrue(doctor.out().contains("remove not supported by this store"), doctor.out());
+        } finally {
+            server.stop();
+        }
+        Run down = kvctl("doctor", "--store", "lm://127.0.0.1:" + server.boundPort());
+        assertEquals(Kvctl.EXIT_FAILURE, down.code());
+        assertTrue(down.out().contains("FAIL health") && down.out().contains("STORE_UNREACHABLE"), down.out());
+    }
+
+    @Test
+    void doctorChecksAMooncakeStoreThroughTheNativeTestDouble() {
+        Path lib = Path.of("../native/target/lib/libmooncake_store_double.so").toAbsolutePath().normalize();
+        org.junit.jupiter.api.Assumptions.assumeTrue(Files.exists(lib) || "true".equals(System.getenv("CI")),
+                "the Mooncake test double was not built (no cmake): " + lib);
+        Run r = kvctl("doctor", "--store", "mooncake://127.0.0.1:50051?metadata=P2PHANDSHAKE&local_hostname=127.0.0.1"
+                + "&library=" + lib);
+        assertEquals(0, r.code(), r.out() + r.err());
+        assertTrue(r.out().contains("ok   round trip") && r.out().contains("healthy"), r.out());
+        Run missing = kvctl("doctor", "--store", "mooncake://127.0.0.1:50051?metadata=P2PHANDSHAKE"
+                + "&local_hostname=127.0.0.1&library=/nonexistent/libmooncake_store.so");
+        assertEquals(Kvctl.EXIT_FAILURE, missing.code());
+        assertTrue(missing.out().contains("NATIVE_LIBRARY_MISSING") && missing.out().contains("WITH_STORE_C_SHARED"),
+                missing.out());
     }
 
     @Test

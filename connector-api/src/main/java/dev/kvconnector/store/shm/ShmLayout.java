@@ -1,0 +1,133 @@
+package dev.kvconnector.store.shm;
+
+/**
+ * Where everything lives in a store file, computed once from the header's sizes.
+ *
+ * <p>File layout (offsets in bytes, each region 64-byte aligned, the payload area 4096-byte aligned):
+ * <pre>
+ *   0                header (4096 bytes): immutable sizes at 0..255, mutable shared words from 256
+ *   bitmapOffset     allocation bitmap: one bit per payload block, 1 = in use; bits past the last block stay 1
+ *   procOffset       process table: PROC_SLOTS slots of PROC_STRIDE bytes: an owner token, then LEASES_PER_PROC
+ *                    lease records (0 = unused, CLAIMED = reserved, entry index + 1 = that entry is leased)
+ *   indexOffset      hash index: slotCount longs (0 = empty, TOMBSTONE, or tag &lt;&lt; 32 | entry index + 1)
+ *   entryOffset      entry table: entryCount records of ENTRY_BYTES bytes
+ *   payloadOffset    payload area: capacity bytes, handed out in blocks of blockSize bytes
+ * </pre>
+ * Every number read back from a file is checked against this layout before it is used as an offset.
+ */
+record ShmLayout(long capacity, long blockSize, long blockCount, long entryCount, long slotCount, long bitmapOffset,
+                 long procOffset, long indexOffset, long entryOffset, long payloadOffset, long fileSize) {
+
+    /** "KVCSHM01" in ASCII, little-endian. */
+    static final long MAGIC = 0x3130_4D48_5343_564BL;
+    static final int VERSION = 1;
+    static final long HEADER_BYTES = 4096;
+
+    // Immutable header fields, written once by the creator before the file is published.
+    static final long H_MAGIC = 0;
+    static final long H_VERSION = 8;
+    static final long H_HEADER_BYTES = 12;
+    static final long H_FILE_SIZE = 16;
+    static final long H_CAPACITY = 24;
+    static final long H_BLOCK_SIZE = 32;
+    static final long H_ENTRY_COUNT = 40;
+    static final long H_SLOT_COUNT = 48;
+    static final long H_PROC_SLOTS = 56;
+    static final long H_LEASES_PER_PROC = 60;
+    static final long H_CREATOR_UID = 64;
+    static final long H_PID_NAMESPACE = 72;
+    static final long H_CREATED_MILLIS = 80;
+    static final long H_BITMAP_OFFSET = 96;
+    static final long H_PROC_OFFSET = 104;
+    static final long H_INDEX_OFFSET = 112;
+    static final long H_ENTRY_OFFSET = 120;
+    static final long H_PAYLOAD_OFFSET = 128;
+
+    // Mutable shared words. Apart from LOCK and INDEX_EPOCH they change only under the store lock.
+    static final long H_LOCK = 256;
+    static final long H_INDEX_EPOCH = 320;
+    static final long H_CLOCK_HAND = 384;
+    static final long H_FREE_HEAD = 392;
+    static final long H_ENTRY_WATERMARK = 400;
+    static final long H_USED_BLOCKS = 408;
+    static final long H_LIVE_ENTRIES = 416;
+    static final long H_RETIRED_ENTRIES = 424;
+    static final long H_COMMIT_SEQ = 432;
+    static final long H_BITMAP_HINT = 440;
+    static final long H_USED_SLOTS = 448;
+    static final long H_TOMBSTONES = 456;
+
+    static final int PROC_SLOTS = 64;
+    static final int LEASES_PER_PROC = 63;
+    static final long PROC_STRIDE = 8L * (1 + LEASES_PER_PROC);
+
+    /** Longest key, in UTF-8 bytes. */
+    static final int MAX_KEY_BYTES = 250;
+
+    // Entry record fields.
+    static final long E_STATE = 0;
+    static final long E_OWNER = 8;
+    static final long E_STARTED_MILLIS = 16;
+    static final long E_PAYLOAD_OFFSET = 24;
+    static final long E_BLOCKS = 32;
+    static final long E_VALUE_LENGTH = 40;
+    static final long E_EXPIRES_MILLIS = 48;
+    static final long E_COMMIT_SEQ = 56;
+    static final long E_KEY_HASH = 64;
+    static final long E_NEXT_FREE = 72;
+    static final long E_KEY_LENGTH = 76;
+    static final long E_REFERENCED = 80;
+    static final long E_KEY = 96;
+    static final long ENTRY_BYTES = E_KEY + 256;
+
+    static final long MIN_BLOCK = 64;
+    static final long MAX_BLOCK = 1L << 24;
+    static final long MIN_ENTRIES = 16;
+    static final long MAX_ENTRIES = 1L << 24;
+    static final long MAX_CAPACITY = 1L << 46;
+
+    /**
+     * Computes the layout for the given sizes; null when they are out of range (callers name the range).
+     *
+     * @param capacity payload bytes; rounded down to whole blocks
+     * @param blockSize allocation unit in bytes, a power of two
+     * @param entryCount most entries the store holds at once
+     */
+    static ShmLayout of(long capacity, long blockSize, long entryCount) {
+        if (blockSize < MIN_BLOCK || blockSize > MAX_BLOCK || Long.bitCount(blockSize) != 1
+                || capacity < blockSize || capacity > MAX_CAPACITY
+                || entryCount < MIN_ENTRIES || entryCount > MAX_ENTRIES) {
+            return null;
+        }
+        long blockCount = capacity / blockSize;
+        long slotCount = Long.highestOneBit(entryCount * 2 - 1) << 1;
+        long bitmapOffset = HEADER_BYTES;
+        long bitmapBytes = align((blockCount + 63) / 64 * 8, 64);
+        long procOffset = bitmapOffset + bitmapBytes;
+        long indexOffset = procOffset + PROC_SLOTS * PROC_STRIDE;
+        long entryOffset = align(indexOffset + slotCount * 8, 64);
+        long payloadOffset = align(entryOffset + entryCount * ENTRY_BYTES, 4096);
+        return new ShmLayout(blockCount * blockSize, blockSize, blockCount, entryCount, slotCount, bitmapOffset,
+                procOffset, indexOffset, entryOffset, payloadOffset, payloadOffset + blockCount * blockSize);
+    }
+
+    private static long align(long v, long to) {
+        return (v + to - 1) & -to;
+    }
+
+    long entry(long e) {
+        return entryOffset + e * ENTRY_BYTES;
+    }
+
+    long slot(long i) {
+        return indexOffset + i * 8;
+    }
+
+    long proc(int p) {
+        return procOffset + p * PROC_STRIDE;
+    }
+
+    long lease(int p, int l) {
+        return procOffset + p * PROC_STRIDE + 8 + l * 8L;
+    }
+}

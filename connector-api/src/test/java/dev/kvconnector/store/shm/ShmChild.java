@@ -1,0 +1,106 @@
+package dev.kvconnector.store.shm;
+
+import dev.kvconnector.error.ErrorCode;
+import dev.kvconnector.error.KVException;
+import dev.kvconnector.store.GetResult;
+import dev.kvconnector.store.PutOptions;
+import dev.kvconnector.store.StoreUri;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.SplittableRandom;
+
+/**
+ * The other process of the multi-process tests. It prints one line per milestone on stdout and exits 0 when all
+ * went well, 3 on a torn or wrong value.
+ *
+ * <pre>
+ *   write URI MILLIS KEYS SEED     puts pattern values of 16 B to 64 KiB under key-0..key-(KEYS-1)
+ *   read URI MILLIS KEYS           reads them and verifies every byte
+ *   put URI KEY BYTES SEED         one put (with the test-hook properties set, a slow one)
+ *   get URI KEY BYTES              one get into a BYTES buffer (with the get hook set, a slow one)
+ * </pre>
+ */
+public final class ShmChild {
+    private ShmChild() {
+    }
+
+    /** Entry point; see the class comment. */
+    public static void main(String[] args) {
+        String mode = args[0];
+        try (ShmStore store = ShmStore.open(StoreUri.parse(args[1])); Arena arena = Arena.ofConfined()) {
+            System.out.println("OPEN pid=" + ProcessHandle.current().pid());
+            switch (mode) {
+                case "write" -> write(store, arena, Long.parseLong(args[2]), Integer.parseInt(args[3]),
+                        Long.parseLong(args[4]));
+                case "read" -> read(store, arena, Long.parseLong(args[2]), Integer.parseInt(args[3]));
+                case "put" -> {
+                    long bytes = Long.parseLong(args[3]);
+                    MemorySegment v = arena.allocate(bytes, 8);
+                    ValuePattern.fill(v, bytes, Long.parseLong(args[4]));
+                    System.out.println("PUTTING");
+                    System.out.println("PUT " + store.put(args[2], v, PutOptions.DEFAULT));
+                }
+                case "get" -> {
+                    MemorySegment dst = arena.allocate(Long.parseLong(args[3]), 8);
+                    System.out.println("GETTING");
+                    long r = store.getInto(args[2], dst);
+                    String bad = GetResult.isHit(r) ? ValuePattern.verify(dst, r) : null;
+                    System.out.println("GOT " + GetResult.describe(r) + (bad == null ? "" : " TORN " + bad));
+                    if (bad != null) {
+                        System.exit(3);
+                    }
+                }
+                default -> throw new IllegalArgumentException("unknown mode " + mode);
+            }
+        }
+        System.out.flush();
+    }
+
+    private static void write(ShmStore store, Arena arena, long millis, int keys, long seed) {
+        SplittableRandom rnd = new SplittableRandom(seed);
+        MemorySegment v = arena.allocate(64 << 10, 8);
+        long puts = 0;
+        long full = 0;
+        long end = System.nanoTime() + millis * 1_000_000;
+        while (System.nanoTime() < end) {
+            long len = 16 + 8L * rnd.nextInt(8191);
+            ValuePattern.fill(v, len, rnd.nextLong());
+            try {
+                store.put("key-" + rnd.nextInt(keys), v.asSlice(0, len), PutOptions.DEFAULT);
+                puts++;
+            } catch (KVException e) {
+                if (e.code() != ErrorCode.STORE_FULL) {
+                    throw e;
+                }
+                full++;
+            }
+        }
+        System.out.println("DONE puts=" + puts + " full=" + full);
+    }
+
+    private static void read(ShmStore store, Arena arena, long millis, int keys) {
+        SplittableRandom rnd = new SplittableRandom();
+        MemorySegment dst = arena.allocate(64 << 10, 8);
+        long reads = 0;
+        long hits = 0;
+        long end = System.nanoTime() + millis * 1_000_000;
+        while (System.nanoTime() < end) {
+            String key = "key-" + rnd.nextInt(keys);
+            long r = store.getInto(key, dst);
+            reads++;
+            if (GetResult.isHit(r)) {
+                hits++;
+                String bad = ValuePattern.verify(dst, r);
+                if (bad != null) {
+                    System.out.println("TORN " + key + ": " + bad);
+                    System.out.flush();
+                    System.exit(3);
+                }
+            } else if (!GetResult.isMiss(r)) {
+                System.out.println("TORN " + key + ": unexpected result " + GetResult.describe(r));
+                System.exit(3);
+            }
+        }
+        System.out.println("DONE reads=" + reads + " hits=" + hits);
+    }
+}

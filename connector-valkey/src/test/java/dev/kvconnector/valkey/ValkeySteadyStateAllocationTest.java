@@ -1,0 +1,109 @@
+package dev.kvconnector.valkey;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.kvconnector.store.KVStore;
+import dev.kvconnector.store.KVStores;
+import dev.kvconnector.store.PutOptions;
+import dev.kvconnector.valkey.testing.RedisServerProcess;
+import dev.kvconnector.valkey.testing.Segments;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.management.ManagementFactory;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+
+/**
+ * The hot path allocates nothing on the Java heap once warm: headers and keys go through reused buffers, values
+ * move between the socket and the caller's segments through cached views. This is a property of the code (a
+ * regression shows up as GC pressure in the engine), not a timing.
+ *
+ * <p>The one allocation is the JDK's: each gather-write system call allocates a 40-byte releaser per buffer that
+ * views a {@code MemorySegment} ({@code sun.nio.ch.IOUtil}), and a large value may need several calls when the
+ * socket buffer is full. That is bounded per call and independent of the value's size, which is what the large-put
+ * test checks: a copy of a value would cost at least the value's size.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class ValkeySteadyStateAllocationTest {
+    /** Far below any value size here (64 KiB and more), far above a few JDK releasers per write call. */
+    private static final long MAX_BYTES_PER_LARGE_VALUE = 1024;
+
+    private final com.sun.management.ThreadMXBean mx =
+            (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+    private RedisServerProcess server;
+    private KVStore store;
+
+    @BeforeAll
+    void start() {
+        server = RedisServerProcess.start();
+        store = KVStores.open("valkey://" + server.hostPort() + "?pool=1");
+    }
+
+    @AfterAll
+    void stop() {
+        try {
+            store.close();
+        } finally {
+            server.close();
+        }
+    }
+
+    /** Bytes allocated by this thread per call of {@code r}, after a warm-up. */
+    private long bytesPerCall(Runnable r) {
+        long tid = Thread.currentThread().threadId();
+        for (int i = 0; i < 3000; i++) {
+            r.run();
+        }
+        int n = 500;
+        long before = mx.getThreadAllocatedBytes(tid);
+        for (int i = 0; i < n; i++) {
+            r.run();
+        }
+        return (mx.getThreadAllocatedBytes(tid) - before) / n;
+    }
+
+    @Test
+    void getsSizeRemoveAndSmallPutsAllocateNothingOnceWarm() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment small = Segments.random(arena, 100, 1, 1);
+            MemorySegment big = Segments.random(arena, 256 * 1024, '*', 2);
+            MemorySegment dst = Segments.zeroed(arena, 256 * 1024);
+            store.put("alloc:big", big, PutOptions.DEFAULT);
+            PutOptions ttl = PutOptions.DEFAULT.withTtlMillis(60_000);
+            String[] keys = {"alloc:big", "alloc:small", "alloc:none"};
+            MemorySegment[] dsts = {dst, Segments.zeroed(arena, 100), Segments.zeroed(arena, 8)};
+            long[] results = new long[3];
+            long perCall = bytesPerCall(() -> {
+                store.put("alloc:small", small, ttl);
+                store.getInto("alloc:small", dst);
+                store.getInto("alloc:big", dst);
+                store.size("alloc:big");
+                store.remove("alloc:gone");
+                store.getIntoBatch(keys, dsts, 3, results);
+            });
+            assertEquals(256 * 1024, results[0]);
+            // Under 8 bytes per round on average: no object per call, while a rare one-off (a deoptimization)
+            // cannot fail the test.
+            assertTrue(perCall < 8, perCall + " bytes allocated per round of 6 calls");
+        }
+    }
+
+    @Test
+    void largePutsAllocateNothingProportionalToTheValue() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment[] values = {Segments.random(arena, 256 * 1024, '$', 3),
+                    Segments.random(arena, 64 * 1024, '%', 4), Segments.random(arena, 100_000, '>', 5)};
+            String[] keys = {"alloc:l0", "alloc:l1", "alloc:l2"};
+            boolean[] stored = new boolean[3];
+            long perCall = bytesPerCall(() -> {
+                store.put("alloc:one", values[0], PutOptions.DEFAULT);
+                store.putBatch(keys, values, 3, PutOptions.DEFAULT, stored);
+            });
+            assertTrue(stored[2]);
+            assertTrue(perCall <= 4 * MAX_BYTES_PER_LARGE_VALUE, perCall + " bytes per round of 4 large values");
+        }
+    }
+}

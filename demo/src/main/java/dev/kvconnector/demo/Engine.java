@@ -1,0 +1,415 @@
+package dev.kvconnector.demo;
+
+import dev.kvconnector.config.KVTransferParams;
+import dev.kvconnector.connector.DropResult;
+import dev.kvconnector.connector.DropSession;
+import dev.kvconnector.connector.DropTarget;
+import dev.kvconnector.connector.InsertSession;
+import dev.kvconnector.connector.KVStoreConnector;
+import dev.kvconnector.connector.MissReason;
+import dev.kvconnector.error.ErrorCode;
+import dev.kvconnector.error.KVException;
+import dev.kvconnector.key.RequestTokens;
+import dev.kvconnector.layout.KVLayout;
+import dev.kvconnector.memory.SegmentPool;
+import dev.kvconnector.paged.BlockTable;
+import dev.kvconnector.paged.PagedKVCache;
+import dev.kvconnector.tensor.DType;
+import dev.kvconnector.tensor.Tensor;
+import dev.kvconnector.tensor.TensorSpec;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.EnumMap;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.IntConsumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The reference engine: the demo model on an off-heap paged KV cache, greedy decoding, and an XpYd role.
+ *
+ * <ul>
+ *   <li>A producer inserts, during the prefill, each layer's K and V as soon as the layer has written them to the
+ *       cache, then the hidden states {@code [T, hiddenSize]} (FP32, before the final norm), then commits.</li>
+ *   <li>A consumer drop-selects the prompt's KV and hidden states into its own cache before the prefill (layer by
+ *       layer when layer-wise loading is on), samples the first token from the last hidden state, and decodes
+ *       without running the prefill. On any miss it recomputes, counts the miss by reason and logs it at INFO.</li>
+ * </ul>
+ * The store keys live in the namespace of {@code kv_transfer_params.transfer_id} when one is given, so the prefill
+ * and decode halves of one proxied request agree on keys.
+ *
+ * <p>Thread-safe: concurrent requests get their own blocks from the allocator. The engine owns its cache and
+ * frees it on {@link #close()}; the connector belongs to the caller.
+ */
+public final class Engine implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(Engine.class);
+    private static final long HIDDEN_POOL_BYTES = 1L << 30;
+
+    private final ModelConfig config;
+    private final Transformer model;
+    private final KVRole role;
+    private final KVStoreConnector connector;
+    private final boolean layerWise;
+    private final PagedKVCache cache;
+    private final BlockAllocator blocks;
+    private final SegmentPool hiddenPool;
+    private final String engineId = "demo-" + UUID.randomUUID().toString().substring(0, 8);
+    private final LongAdder requests = new LongAdder();
+    private final LongAdder prefillPasses = new LongAdder();
+    private final LongAdder prefillTokens = new LongAdder();
+    private final LongAdder decodeSteps = new LongAdder();
+    private final LongAdder loaded = new LongAdder();
+    private final LongAdder partial = new LongAdder();
+    private final EnumMap<MissReason, LongAdder> misses = new EnumMap<>(MissReason.class);
+    private final LongAdder loadFailures = new LongAdder();
+    private final LongAdder inserts = new LongAdder();
+    private final LongAdder insertFailures = new LongAdder();
+
+    private Engine(Builder b) {
+        this.config = b.weights.config();
+        this.model = new Transformer(b.weights);
+        this.role = b.role;
+        this.connector = b.connector;
+        this.layerWise = b.layerWise;
+        this.cache = PagedKVCache.allocate(config.kvLayout(), b.cacheBlocks);
+        this.blocks = new BlockAllocator(b.cacheBlocks);
+        this.hiddenPool = new SegmentPool(HIDDEN_POOL_BYTES);
+        for (MissReason r : MissReason.values()) {
+            misses.put(r, new LongAdder());
+        }
+    }
+
+    /** A builder for an engine running {@code weights}. */
+    public static Builder builder(ModelWeights weights) {
+        return new Builder(weights);
+    }
+
+    /** Generates {@code maxTokens} tokens greedily after {@code prompt}, with no transfer parameters. */
+    public Generation generate(int[] prompt, int maxTokens) {
+        return generate(prompt, maxTokens, null, t -> { });
+    }
+
+    /**
+     * Generates {@code maxTokens} tokens greedily after {@code prompt}, handing each to {@code onToken} as soon as it
+     * is known.
+     *
+     * @param params the request's {@code kv_transfer_params}, or null
+     * @throws KVException {@code INVALID_ARGUMENT} for an empty prompt, a token outside the vocabulary or a request
+     *     longer than the context; {@code BUSY} when the cache has too few free blocks
+     */
+    public Generation generate(int[] prompt, int maxTokens, KVTransferParams params, IntConsumer onToken) {
+        validate(prompt, maxTokens);
+        requests.increment();
+        String transferId = params == null ? null : params.transferId();
+        if (transferId == null && role.produces() && params != null && Boolean.TRUE.equals(params.doRemoteDecode())) {
+            // A NIXL-style proxy names no transfer: choose one and answer it, so the proxy forwards it to D.
+            transferId = UUID.randomUUID().toString();
+        }
+        RequestTokens request = transferId == null ? RequestTokens.of(prompt)
+                : RequestTokens.of(prompt).inNamespace(transferId);
+        int total = prompt.length + maxTokens;
+        int[] ids = blocks.allocate((total + ModelConfig.BLOCK_SIZE - 1) / ModelConfig.BLOCK_SIZE);
+        try {
+            BlockTable table = new BlockTable(ids, ModelConfig.BLOCK_SIZE, ids.length * ModelConfig.BLOCK_SIZE);
+            Prefill p = role.consumes() && connector != null ? load(request, table, transferId)
+                    : Prefill.NONE;
+            int first = p.firstToken();
+            boolean inserted = false;
+            Generation.PrefillSource source = p.matched() == prompt.length ? Generation.PrefillSource.LOADED
+                    : p.matched() > 0 ? Generation.PrefillSource.PARTIAL : Generation.PrefillSource.COMPUTED;
+            if (source != Generation.PrefillSource.LOADED) {
+                Computed c = computePrefill(prompt, p.matched(), table, request);
+                first = c.firstToken();
+                inserted = c.inserted();
+            }
+            int[] out = new int[maxTokens];
+            out[0] = first;
+            onToken.accept(first);
+            int next = first;
+            for (int i = 1; i < maxTokens; i++) {
+                float[] hidden = model.forward(new int[] {next}, prompt.length + i - 1, cache, table, null);
+                decodeSteps.increment();
+                next = Kernels.argmax(model.logits(hidden, 0));
+                out[i] = next;
+                onToken.accept(next);
+            }
+            KVTransferParams answer = role.produces() && connector != null ? KVTransferParams.builder()
+                    .transferId(transferId).doRemotePrefill(inserted).doRemoteDecode(false).remoteEngineId(engineId)
+                    .tpSize(1).build() : null;
+            return new Generation(out, prompt.length, source, p.missReason(), answer);
+        } finally {
+            blocks.free(ids);
+        }
+    }
+
+    private void validate(int[] prompt, int maxTokens) {
+        if (prompt == null || prompt.length == 0) {
+            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "the prompt is empty").operation("generate").build();
+        }
+        if (maxTokens < 1) {
+            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "max_tokens is " + maxTokens + ", need at least 1")
+                    .operation("generate").build();
+        }
+        if ((long) prompt.length + maxTokens > config.maxContext()) {
+            throw KVException.of(ErrorCode.INVALID_ARGUMENT, prompt.length + " prompt tokens + " + maxTokens
+                    + " max_tokens exceed the context of " + config.maxContext() + " tokens").operation("generate")
+                    .build();
+        }
+        for (int i = 0; i < prompt.length; i++) {
+            if (prompt[i] < 0 || prompt[i] >= config.vocabSize()) {
+                throw KVException.of(ErrorCode.INVALID_ARGUMENT, "prompt token " + i + " is " + prompt[i]
+                        + ", outside the vocabulary 0.." + (config.vocabSize() - 1)).operation("generate").build();
+            }
+        }
+    }
+
+    /**
+     * What the store supplied: the prompt tokens whose KV is now in the cache, why nothing was (or null), and the
+     * first generated token when every prompt token was loaded (otherwise -1).
+     */
+    private record Prefill(int matched, MissReason missReason, int firstToken) {
+        static final Prefill NONE = new Prefill(0, null, -1);
+    }
+
+    private Prefill load(RequestTokens request, BlockTable table, String transferId) {
+        int tokens = request.totalTokens();
+        int h = config.hiddenSize();
+        long hiddenBytes = (long) tokens * h * Float.BYTES;
+        MemorySegment hidden = hiddenPool.acquire(hiddenBytes);
+        try {
+            Tensor hiddenTensor = Tensor.host(TensorSpec.of(DType.FP32, tokens, h), hidden.asSlice(0, hiddenBytes));
+            DropTarget target = DropTarget.paged(cache, table).withHidden(hiddenTensor);
+            DropResult r = layerWise ? loadLayerWise(request, target) : connector.dropSelect(request, target);
+            if (r.isComplete()) {
+                loaded.increment();
+                float[] last = new float[h];
+                MemorySegment.copy(hidden, ValueLayout.JAVA_FLOAT, (long) (tokens - 1) * h * Float.BYTES, last, 0, h);
+                return new Prefill(tokens, null, Kernels.argmax(model.logits(last, 0)));
+            }
+            if (r.isHit()) {
+                partial.increment();
+                LOG.info("transfer {}: loaded {} of {} prompt tokens from {}; computing the other {}", transferId,
+                        r.matchedTokens(), tokens, connector.store().uri(), tokens - r.matchedTokens());
+                return new Prefill(r.matchedTokens(), null, -1);
+            }
+            MissReason reason = r.reason() == null ? MissReason.ABSENT : r.reason();
+            misses.get(reason).increment();
+            LOG.info("transfer {}: KV miss {} for {} prompt tokens ({}); recomputing the prefill", transferId, reason,
+                    tokens, r.detail());
+            return new Prefill(0, reason, -1);
+        } catch (KVException e) {
+            loadFailures.increment();
+            LOG.warn("transfer {}: loading KV from {} failed; recomputing the prefill: {}", transferId,
+                    connector.store().uri(), e.getMessage());
+            return Prefill.NONE;
+        } finally {
+            hiddenPool.release(hidden);
+        }
+    }
+
+    private DropResult loadLayerWise(RequestTokens request, DropTarget target) {
+        try (DropSession s = connector.beginDropSelect(request, target)) {
+            for (int l = 0; l < config.layers(); l++) {
+                // Nothing to overlap with on a full hit, but a real engine would run layer l here.
+                if (!s.awaitLayer(l)) {
+                    break;
+                }
+            }
+            return s.result();
+        }
+    }
+
+    /**
+     * Computes prompt positions {@code [from, T)} and, when this engine produces and computes all of them, inserts.
+     *
+     */
+    private Computed computePrefill(int[] prompt, int from, BlockTable table, RequestTokens request) {
+        int[] rest = Arrays.copyOfRange(prompt, from, prompt.length);
+        InsertSession session = role.produces() && connector != null && from == 0 ? beginInsert(request) : null;
+        LayerInserter inserter = session == null ? null : new LayerInserter(session, table);
+        float[] hidden;
+        try {
+            hidden = model.forward(rest, from, cache, table, inserter);
+        } catch (RuntimeException e) {
+            if (session != null) {
+                abortQuietly(session);
+            }
+            throw e;
+        }
+        prefillPasses.increment();
+        prefillTokens.add(rest.length);
+        boolean inserted = inserter != null && !inserter.failed && finishInsert(session, hidden, prompt.length);
+        return new Computed(Kernels.argmax(model.logits(hidden, rest.length - 1)), inserted);
+    }
+
+    /** A computed prefill: the first generated token, and whether its KV was inserted and committed. */
+    private record Computed(int firstToken, boolean inserted) {
+    }
+
+    /** Puts each layer as the forward pass finishes its K and V; a failed put aborts the insert, not the request. */
+    private final class LayerInserter implements IntConsumer {
+        private final InsertSession session;
+        private final BlockTable table;
+        private boolean failed;
+
+        LayerInserter(InsertSession session, BlockTable table) {
+            this.session = session;
+            this.table = table;
+        }
+
+        @Override
+        public void accept(int layer) {
+            if (failed) {
+                return;
+            }
+            try {
+                session.putLayer(layer, cache, table);
+            } catch (KVException e) {
+                failed = true;
+                insertFailures.increment();
+                LOG.warn("inserting layer {} of {} prompt tokens into {} failed; serving without the insert: {}", layer,
+                        session.tokens(), connector.store().uri(), e.getMessage());
+                abortQuietly(session);
+            }
+        }
+    }
+
+    /** Aborts an insert whose store may be the reason it failed; a failing cleanup must not fail the request. */
+    private void abortQuietly(InsertSession session) {
+        try {
+            session.close();
+        } catch (KVException e) {
+            LOG.warn("aborting the insert into {} left objects behind (they expire with the store's TTL): {}",
+                    connector.store().uri(), e.getMessage());
+        }
+    }
+
+    private InsertSession beginInsert(RequestTokens request) {
+        try {
+            return connector.beginInsert(request);
+        } catch (KVException e) {
+            insertFailures.increment();
+            LOG.warn("cannot begin an insert into {}; serving without it: {}", connector.store().uri(), e.getMessage());
+            return null;
+        }
+    }
+
+    /** Puts the hidden states and commits; false (logged, counted) when the store failed. */
+    private boolean finishInsert(InsertSession insert, float[] hidden, int tokens) {
+        int h = config.hiddenSize();
+        long bytes = (long) tokens * h * Float.BYTES;
+        MemorySegment seg = hiddenPool.acquire(bytes);
+        try (insert) {
+            MemorySegment.copy(hidden, 0, seg, ValueLayout.JAVA_FLOAT, 0, tokens * h);
+            insert.putHidden(Tensor.host(TensorSpec.of(DType.FP32, tokens, h), seg.asSlice(0, bytes)));
+            insert.commit();
+            inserts.increment();
+            return true;
+        } catch (KVException e) {
+            insertFailures.increment();
+            LOG.warn("inserting {} prompt tokens into {} failed; the decode side will recompute: {}", tokens,
+                    connector.store().uri(), e.getMessage());
+            return false;
+        } finally {
+            hiddenPool.release(seg);
+        }
+    }
+
+    /** Counters since the engine started. */
+    public EngineMetrics metrics() {
+        Map<MissReason, Long> m = new EnumMap<>(MissReason.class);
+        misses.forEach((k, v) -> m.put(k, v.sum()));
+        return new EngineMetrics(requests.sum(), prefillPasses.sum(), prefillTokens.sum(), decodeSteps.sum(),
+                loaded.sum(), partial.sum(), Collections.unmodifiableMap(m), loadFailures.sum(), inserts.sum(), insertFailures.sum());
+    }
+
+    /** The model's config. */
+    public ModelConfig config() {
+        return config;
+    }
+
+    /** The role. */
+    public KVRole role() {
+        return role;
+    }
+
+    /** The connector, or null for a plain engine. */
+    public KVStoreConnector connector() {
+        return connector;
+    }
+
+    /** This engine's id, answered as {@code remote_engine_id}. */
+    public String engineId() {
+        return engineId;
+    }
+
+    /** Blocks of the paged cache free now. */
+    public int freeBlocks() {
+        return blocks.freeBlocks();
+    }
+
+    /** Frees the paged cache and the hidden-state pool; the connector stays open. */
+    @Override
+    public void close() {
+        cache.close();
+        hiddenPool.close();
+    }
+
+    /** Configures an {@link Engine}. */
+    public static final class Builder {
+        private final ModelWeights weights;
+        private KVRole role = KVRole.NONE;
+        private KVStoreConnector connector;
+        private boolean layerWise;
+        private int cacheBlocks;
+
+        private Builder(ModelWeights weights) {
+            this.weights = weights;
+            this.cacheBlocks = 4 * ((weights.config().maxContext() + ModelConfig.BLOCK_SIZE - 1)
+                    / ModelConfig.BLOCK_SIZE);
+        }
+
+        /** The role and the connector it uses (null only with {@link KVRole#NONE}). */
+        public Builder role(KVRole r, KVStoreConnector c) {
+            this.role = r;
+            this.connector = c;
+            return this;
+        }
+
+        /** Whether a consumer loads layer by layer, as the producer stores them (default false: after the commit). */
+        public Builder layerWise(boolean on) {
+            this.layerWise = on;
+            return this;
+        }
+
+        /** Blocks of {@value ModelConfig#BLOCK_SIZE} tokens in the paged cache (default: 4 full contexts). */
+        public Builder cacheBlocks(int n) {
+            this.cacheBlocks = n;
+            return this;
+        }
+
+        /** Builds the engine and allocates its cache. */
+        public Engine build() {
+            if (role != KVRole.NONE && connector == null) {
+                throw KVException.of(ErrorCode.INVALID_CONFIG, "role " + role.vllmName() + " needs a connector")
+                        .hint("give a store URI (--store), or use role none").build();
+            }
+            if (connector != null) {
+                KVLayout want = weights.config().kvLayout();
+                if (!connector.layout().canonicalString().equals(want.canonicalString())) {
+                    throw KVException.of(ErrorCode.INVALID_CONFIG, "the connector's layout "
+                            + connector.layout().canonicalString() + " is not the model's " + want.canonicalString())
+                            .hint("build the connector with ModelConfig.kvLayout()").build();
+                }
+            }
+            if (cacheBlocks < 1) {
+                throw KVException.of(ErrorCode.INVALID_ARGUMENT, "cacheBlocks " + cacheBlocks + " must be >= 1").build();
+            }
+            return new Engine(this);
+        }
+    }
+}

@@ -1,0 +1,138 @@
+package dev.kvconnector.demo;
+
+import dev.kvconnector.connector.KVStoreConnector;
+import dev.kvconnector.store.KVStore;
+import dev.kvconnector.store.KVStores;
+import dev.kvconnector.error.ErrorCode;
+import dev.kvconnector.error.KVException;
+import java.nio.file.Path;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * Runs one demo engine instance behind its OpenAI-compatible HTTP server until the process is stopped:
+ * {@code java -cp ... dev.kvconnector.demo.EngineCommand --port 8100 --role kv_producer --store memory:}.
+ */
+@Command(name = "engine", mixinStandardHelpOptions = true,
+        description = "Serve the kvconnector demo engine (a small Llama-style model) over an OpenAI-compatible API.")
+public final class EngineCommand implements Callable<Integer> {
+    @Option(names = "--host", defaultValue = "127.0.0.1", description = "Address to bind (default ${DEFAULT-VALUE}).")
+    String host;
+
+    @Option(names = "--port", defaultValue = "8100", description = "Port to bind; 0 picks one (default ${DEFAULT-VALUE}).")
+    int port;
+
+    @Option(names = "--role", defaultValue = "none",
+            description = "kv_producer, kv_consumer, kv_both or none (default ${DEFAULT-VALUE}).")
+    String role;
+
+    @Option(names = "--store", description = "KV store URI, such as memory: or shm:/name; required unless the role is none.")
+    String store;
+
+    @Option(names = "--seed", defaultValue = "0", description = "Seed of the model's weights (default ${DEFAULT-VALUE}).")
+    long seed;
+
+    @Option(names = "--layer-wise", description = "Load KV layer by layer as the producer stores it.")
+    boolean layerWise;
+
+    @Option(names = "--model-name", defaultValue = "kvc-demo",
+            description = "Name served in /v1/models and expected in requests (default ${DEFAULT-VALUE}).")
+    String modelName;
+
+    @Option(names = "--tiny", description = "Serve the 2-layer test model instead of the 8-layer default.")
+    boolean tiny;
+
+    @Option(names = "--weights", description = "Safetensors file of Hugging Face Llama weights for the model's config "
+            + "(F32, BF16 or F16, tied output head); default: weights drawn from --seed.")
+    Path weightsFile;
+
+    @Option(names = "--kv-blocks", defaultValue = "0",
+            description = "Blocks of 16 tokens in the paged KV cache; 0 means four full contexts.")
+    int kvBlocks;
+
+    @Option(names = "--layer-timeout-ms", defaultValue = "10000",
+            description = "How long a layer-wise load waits for the producer, in ms (default ${DEFAULT-VALUE}).")
+    long layerTimeoutMillis;
+
+    /** Entry point. */
+    public static void main(String[] args) {
+        System.exit(new CommandLine(new EngineCommand()).execute(args));
+    }
+
+    @Override
+    public Integer call() throws InterruptedException {
+        Running running = start();
+        System.out.println("engine " + running.engine().engineId() + " (" + running.engine().role().vllmName() + ", "
+                + running.engine().config().modelId() + ") listening on " + running.server().baseUri());
+        CountDownLatch stopped = new CountDownLatch(1);
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            running.close();
+            stopped.countDown();
+        }, "engine-shutdown"));
+        stopped.await();
+        return 0;
+    }
+
+    /**
+     * Builds the model, opens the store, and starts the engine and its server with this command's options, for
+     * launchers that run instances in-process.
+     */
+    public Running start() {
+        KVRole kvRole = KVRole.parse(role);
+        if (kvRole != KVRole.NONE && store == null) {
+            throw KVException.of(ErrorCode.INVALID_CONFIG, "role " + kvRole.vllmName() + " needs a KV store")
+                    .hint("pass --store URI, such as memory: or shm:/name").build();
+        }
+        ModelConfig config = tiny ? ModelConfig.tiny(seed) : ModelConfig.small(seed);
+        ModelWeights weights = weightsFile == null ? ModelWeights.random(config) : ModelWeights.load(config, weightsFile);
+        KVStore kvStore = kvRole == KVRole.NONE ? null : KVStores.open(store);
+        KVStoreConnector connector = null;
+        Engine engine = null;
+        try {
+            if (kvStore != null) {
+                connector = KVStoreConnector.builder(kvStore, config.kvLayout()).modelId(config.modelId())
+                        .layerTimeoutMillis(layerTimeoutMillis).build();
+            }
+            Engine.Builder eb = Engine.builder(weights).role(kvRole, connector).layerWise(layerWise);
+            if (kvBlocks > 0) {
+                eb.cacheBlocks(kvBlocks);
+            }
+            engine = eb.build();
+            return new Running(EngineServer.start(engine, host, port, modelName), engine, connector, kvStore);
+        } catch (RuntimeException e) {
+            new Running(null, engine, connector, kvStore).close();
+            throw e;
+        }
+    }
+
+    /**
+     * A started instance: its server, engine, connector and store (the last two null with role none). Closing
+     * stops the server and frees everything in reverse order.
+     *
+     * @param server the HTTP server
+     * @param engine the engine
+     * @param connector the connector, or null
+     * @param store the store, or null
+     */
+    public record Running(EngineServer server, Engine engine, KVStoreConnector connector, KVStore store)
+            implements AutoCloseable {
+        @Override
+        public void close() {
+            if (server != null) {
+                server.close();
+            }
+            if (engine != null) {
+                engine.close();
+            }
+            if (connector != null) {
+                connector.close();
+            }
+            if (store != null) {
+                store.close();
+            }
+        }
+    }
+}

@@ -1,0 +1,96 @@
+package dev.kvconnector.proxy;
+
+import org.junit.jupiter.api.Test;
+
+import java.io.BufferedReader;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** SSE answers pass through chunk by chunk, and a client that leaves cancels the upstream request. */
+class StreamingTest extends ProxyTestBase {
+
+    private static final String STREAMED = "{\"model\":\"test-model\",\"prompt\":\"hi\",\"max_tokens\":8,\"stream\":true}";
+
+    @Test
+    void firstChunkReachesTheClientBeforeDecodeFinishes() throws Exception {
+        CountDownLatch gate = new CountDownLatch(1);
+        var p = instance("p");
+        var d = instance("d").stream(3, 0).gateAfterFirstChunk(gate);
+        XpydProxy proxy = start(config().prefill(p.address()).decode(d.address()));
+
+        HttpResponse<InputStream> res = http.send(HttpRequest.newBuilder(uri(proxy, "/v1/completions"))
+                .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(STREAMED))
+                .build(), HttpResponse.BodyHandlers.ofInputStream());
+        try (var reader = new BufferedReader(new InputStreamReader(res.body(), StandardCharsets.UTF_8))) {
+            assertEquals(200, res.statusCode());
+            assertTrue(res.headers().firstValue("Content-Type").orElse("").startsWith("text/event-stream"));
+            // D is parked at its gate after chunk 0, so this line can only come from a chunk flushed early.
+            assertEquals(d.chunk(0, false).strip(), reader.readLine());
+            assertEquals(0, d.completed.get());
+            gate.countDown();
+            StringBuilder rest = new StringBuilder();
+            for (String line; (line = reader.readLine()) != null; ) {
+                rest.append(line).append('\n');
+            }
+            assertEquals("\n" + d.chunk(1, false) + d.chunk(2, false) + "data: [DONE]\n\n", rest.toString());
+        } finally {
+            gate.countDown();
+        }
+    }
+
+    @Test
+    void chatStreamBytesPassThroughUnchanged() throws Exception {
+        var p = instance("p");
+        var d = instance("d").stream(4, 5);
+        XpydProxy proxy = start(config().flow(ProxyFlow.V1).prefill(p.address()).decode(d.address()));
+
+        HttpResponse<String> res = post(proxy, "/v1/chat/completions", "{\"model\":\"test-model\",\"messages\":"
+                + "[{\"role\":\"user\",\"content\":\"hi\"}],\"stream\":true}");
+
+        assertEquals(200, res.statusCode());
+        assertEquals(d.chunk(0, true) + d.chunk(1, true) + d.chunk(2, true) + d.chunk(3, true) + "data: [DONE]\n\n",
+                res.body());
+    }
+
+    @Test
+    void clientDisconnectCancelsTheDecodeRequest() throws Exception {
+        var p = instance("p");
+        var d = instance("d").stream(400, 25);
+        XpydProxy proxy = start(config().prefill(p.address()).decode(d.address()));
+
+        HttpResponse<InputStream> res = http.send(HttpRequest.newBuilder(uri(proxy, "/v1/completions"))
+                .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(STREAMED))
+                .build(), HttpResponse.BodyHandlers.ofInputStream());
+        InputStream body = res.body();
+        assertTrue(body.read() >= 0);
+        body.close();
+        http.shutdownNow();
+
+        // 400 chunks take 10 s; the double sees its connection closed long before.
+        assertTrue(d.sawDisconnect.await(8, TimeUnit.SECONDS), "decode never saw the proxy close its connection");
+        assertEquals(0, d.completed.get());
+    }
+
+    @Test
+    void decodeStreamBrokenMidwayEndsWithAnSseErrorEvent() throws Exception {
+        var p = instance("p");
+        var d = instance("d").stream(5, 0).breakAfterChunks(2);
+        XpydProxy proxy = start(config().prefill(p.address()).decode(d.address()));
+
+        HttpResponse<String> res = post(proxy, "/v1/completions", STREAMED);
+
+        assertEquals(200, res.statusCode());
+        assertTrue(res.body().startsWith(d.chunk(0, false) + d.chunk(1, false) + "data: {\"error\":"), res.body());
+        assertTrue(res.body().contains("\"type\":\"upstream_error\""), res.body());
+        assertTrue(!res.body().contains("[DONE]"), "a broken stream must not look finished");
+        assertEquals(1, d.completions().size(), "no second decode once bytes reached the client");
+    }
+}
