@@ -39,12 +39,12 @@ fi
 
 case "$MODE" in
   quick)
-    # Llama-3-8B across prompt lengths, plus the two other presets at 1024 tokens: every backend at 5 sizes, except
-    # the connector at 4096 tokens (512 MiB requests, minutes of setup and slow inserts: that one is in 'full').
-    SETS=("-p model=llama3-8b -p tokens=256,1024"
-          "-p model=qwen2.5-0.5b,deepseek-v3-mla -p tokens=1024"
-          "Memcpy|Socket|Chronicle|Lettuce|Jedis|StoreLayer -p model=llama3-8b -p tokens=4096")
-    TIMING=(-f 1 -wi 2 -w 500ms -i 3 -r 500ms) ;;
+    # Every backend at Llama-3-8B 1024 tokens; the layer-level backends (not the connector, not the echo) also at
+    # Llama-3-8B 4096 tokens and at 1024 tokens of the two other presets. 'full' has every combination.
+    SETS=("-p model=llama3-8b -p tokens=1024"
+          "-p model=llama3-8b -p tokens=4096 -e ConnectorBenchmark -e SocketBaseline.echo"
+          "-p model=qwen2.5-0.5b,deepseek-v3-mla -p tokens=1024 -e ConnectorBenchmark -e SocketBaseline.echo")
+    TIMING=(-f 1 -wi 2 -w 400ms -i 3 -r 400ms) ;;
   full)
     SETS=("")
     TIMING=(-f 2 -wi 3 -w 1s -i 5 -r 1s) ;;
