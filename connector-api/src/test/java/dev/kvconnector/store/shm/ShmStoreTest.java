@@ -83,7 +83,8 @@ class ShmStoreTest {
         assertEquals(7, ValuePattern.seed(dst));
         assertEquals(100_000, s.size("k"));
         assertTrue(s.exists("k"));
-        assertEquals(Set.of(StoreCapability.NATIVE_TTL, StoreCapability.SHARED_ACROSS_PROCESSES), s.capabilities());
+        assertEquals(Set.of(StoreCapability.NATIVE_TTL, StoreCapability.SHARED_ACROSS_PROCESSES,
+                StoreCapability.LOCAL_MEMORY), s.capabilities());
     }
 
     @Test
