@@ -74,7 +74,7 @@ public final class DemoCommand implements Callable<Integer> {
     @Option(names = "--min-prompt", defaultValue = "16", description = "Shortest prompt in bytes = tokens (default ${DEFAULT-VALUE}).")
     int minPrompt;
 
-    @Option(names = "--max-prompt", defaultValue = "400", description = "Longest prompt in bytes = tokens (default ${DEFAULT-VALUE}).")
+    @Option(names = "--max-prompt", defaultValue = "256", description = "Longest prompt in bytes = tokens (default ${DEFAULT-VALUE}).")
     int maxPrompt;
 
     @Option(names = "--start-timeout-s", defaultValue = "120",
@@ -166,7 +166,9 @@ public final class DemoCommand implements Callable<Integer> {
         try (EngineFleet fleet = EngineFleet.start(prefill, decode, storeUri, tiny, layerWise, out.resolve("logs"),
                 Duration.ofSeconds(startTimeoutSeconds))) {
             cleanup.fleet = fleet;
-            ProxyConfig.Builder pc = ProxyConfig.builder(MODEL).bindHost("127.0.0.1").port(0).flow(proxyFlow);
+            ProxyConfig.Builder pc = ProxyConfig.builder(MODEL).bindHost("127.0.0.1").port(0).flow(proxyFlow)
+                    // Engines busy computing on a small machine answer /health late; that is not a failure.
+                    .healthTimeout(Duration.ofSeconds(10));
             fleet.uris("prefill").forEach(u -> pc.prefill(u.getHost() + ":" + u.getPort()));
             fleet.uris("decode").forEach(u -> pc.decode(u.getHost() + ":" + u.getPort()));
             List<ObjectNode> metrics = new ArrayList<>();
