@@ -80,13 +80,13 @@ final class DemoReport {
         }
         for (Run run : runs) {
             for (LoadRunner.Result r : run.results()) {
-                String want = reference.results().get(r.index()).text();
+                LoadRunner.Result want = reference.results().get(r.index());
                 if (r.error() != null) {
                     out.add(run.name() + " request " + r.index() + " failed: " + r.error());
-                } else if (!Arrays.equals(r.text().getBytes(java.nio.charset.StandardCharsets.UTF_8),
-                        want.getBytes(java.nio.charset.StandardCharsets.UTF_8))) {
-                    out.add(run.name() + " request " + r.index() + " (" + r.promptBytes() + " prompt tokens): got "
-                            + JSON.valueToTree(r.text()) + ", the single instance gave " + JSON.valueToTree(want));
+                } else if (r.tokenIds().isEmpty() || !r.tokenIds().equals(want.tokenIds())
+                        || !r.text().equals(want.text())) {
+                    out.add(run.name() + " request " + r.index() + " (" + r.promptBytes() + " prompt tokens): got tokens "
+                            + r.tokenIds() + ", the single instance gave " + want.tokenIds());
                 }
             }
         }

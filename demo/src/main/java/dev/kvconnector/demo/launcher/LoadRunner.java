@@ -36,10 +36,11 @@ final class LoadRunner {
      * @param firstTokenMs when the first chunk arrived (-1 if none)
      * @param endMs when the answer ended
      * @param text the generated text
+     * @param tokenIds the generated token ids, from the last chunk's {@code token_ids} (empty if absent)
      * @param error null, or why the request failed
      */
     record Result(int index, int promptBytes, double startMs, double firstTokenMs, double endMs, String text,
-            String error) {
+            List<Integer> tokenIds, String error) {
         double ttftMs() {
             return firstTokenMs - startMs;
         }
@@ -97,11 +98,12 @@ final class LoadRunner {
         double start = ms(t0);
         double first = -1;
         StringBuilder text = new StringBuilder();
+        List<Integer> ids = new ArrayList<>();
         try {
             HttpResponse<Stream<String>> r = http.send(req, HttpResponse.BodyHandlers.ofLines());
             if (r.statusCode() != 200) {
                 String detail = String.join(" ", r.body().toList());
-                return new Result(index, prompt.length(), start, first, ms(t0), "", "HTTP " + r.statusCode() + ": " + detail);
+                return new Result(index, prompt.length(), start, first, ms(t0), "", ids, "HTTP " + r.statusCode() + ": " + detail);
             }
             boolean finished = false;
             for (Iterator<String> it = r.body().iterator(); it.hasNext(); ) {
@@ -119,18 +121,20 @@ final class LoadRunner {
                 }
                 JsonNode chunk = JSON.readTree(data);
                 if (chunk.has("error")) {
-                    return new Result(index, prompt.length(), start, first, ms(t0), text.toString(),
+                    return new Result(index, prompt.length(), start, first, ms(t0), text.toString(), ids,
                             "stream error: " + chunk.get("error"));
                 }
-                text.append(chunk.path("choices").path(0).path("text").asText(""));
+                JsonNode choice = chunk.path("choices").path(0);
+                text.append(choice.path("text").asText(""));
+                choice.path("token_ids").forEach(t -> ids.add(t.asInt()));
             }
-            return new Result(index, prompt.length(), start, first, ms(t0), text.toString(),
+            return new Result(index, prompt.length(), start, first, ms(t0), text.toString(), ids,
                     finished ? null : "the stream ended without [DONE]");
         } catch (IOException e) {
-            return new Result(index, prompt.length(), start, first, ms(t0), text.toString(), e.toString());
+            return new Result(index, prompt.length(), start, first, ms(t0), text.toString(), ids, e.toString());
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            return new Result(index, prompt.length(), start, first, ms(t0), text.toString(), "interrupted");
+            return new Result(index, prompt.length(), start, first, ms(t0), text.toString(), ids, "interrupted");
         }
     }
 
