@@ -31,9 +31,11 @@ final class EngineFleet implements AutoCloseable {
     }
 
     private final List<Member> members = new ArrayList<>();
-    private final List<Process> started = new ArrayList<>();
-    /** Name and log file of each started child, in start order, until it is ready. */
-    private final List<String[]> pending = new ArrayList<>();
+    /** Every child started, ready or not, in start order. */
+    private final List<Child> started = new ArrayList<>();
+
+    private record Child(String name, Process process, Path log) {
+    }
 
     /**
      * Starts the engines and waits until every one answers {@code GET /health}; on any failure stops those
@@ -81,32 +83,27 @@ final class EngineFleet implements AutoCloseable {
             cmd.add("--layer-wise");
         }
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
-        started.add(p);
-        pending.add(new String[] {name, log.toString()});
+        started.add(new Child(name, p, log));
     }
 
     private void awaitReady(Duration timeout) throws IOException, InterruptedException {
         long deadline = System.nanoTime() + timeout.toNanos();
         try (HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build()) {
-            for (int i = 0; i < started.size(); i++) {
-                Process p = started.get(i);
-                Path log = Path.of(pending.get(i)[1]);
-                URI uri = null;
-                while (uri == null) {
-                    uri = listeningUri(log);
-                    if (uri != null) {
-                        break;
-                    }
+            for (Child c : started) {
+                Process p = c.process();
+                Path log = c.log();
+                URI uri;
+                while ((uri = listeningUri(log)) == null) {
                     if (!p.isAlive()) {
-                        throw failed(pending.get(i)[0], "exited with " + p.exitValue() + " before it listened", log);
+                        throw failed(c.name(), "exited with " + p.exitValue() + " before it listened", log);
                     }
                     if (System.nanoTime() > deadline) {
-                        throw failed(pending.get(i)[0], "did not listen within " + timeout.toSeconds() + " s", log);
+                        throw failed(c.name(), "did not listen within " + timeout.toSeconds() + " s", log);
                     }
                     Thread.sleep(50);
                 }
-                awaitHealth(http, pending.get(i)[0], uri, log, deadline);
-                members.add(new Member(pending.get(i)[0], p, uri, log));
+                awaitHealth(http, c.name(), uri, log, deadline);
+                members.add(new Member(c.name(), p, uri, log));
             }
         }
     }
@@ -178,11 +175,12 @@ final class EngineFleet implements AutoCloseable {
 
     @Override
     public void close() {
-        for (Process p : started) {
-            p.destroy();
+        for (Child c : started) {
+            c.process().destroy();
         }
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(GRACE_MS);
-        for (Process p : started) {
+        for (Child c : started) {
+            Process p = c.process();
             try {
                 long left = Math.max(0, deadline - System.nanoTime());
                 if (!p.waitFor(left, TimeUnit.NANOSECONDS)) {
