@@ -193,7 +193,7 @@ public final class InsertSession implements AutoCloseable {
             pending++;
         }
         long stagedNanos = System.nanoTime() - startNanos;
-        connector.execute(() -> {
+        connector.executePut(() -> {
             try {
                 long putStart = System.nanoTime();
                 boolean[] stored = new boolean[keys.length];

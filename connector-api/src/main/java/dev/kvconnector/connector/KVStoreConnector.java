@@ -51,6 +51,7 @@ public final class KVStoreConnector implements AutoCloseable {
     private final long fingerprint;
     private final SegmentPool staging;
     private final ThreadPoolExecutor io;
+    private final boolean inlinePuts;
     private final RegisteredMemory registration;
     private final ConnectorMetrics metrics = new ConnectorMetrics();
     private volatile boolean closed;
@@ -77,8 +78,11 @@ public final class KVStoreConnector implements AutoCloseable {
                 && store instanceof RegisteredMemory r ? r : null;
         this.staging = registration == null ? new SegmentPool(b.stagingBytes)
                 : new SegmentPool(b.stagingBytes, registration::register);
+        this.inlinePuts = b.ioThreads == 0
+                || (b.ioThreads < 0 && store.capabilities().contains(StoreCapability.LOCAL_MEMORY));
+        int threads = b.ioThreads > 0 ? b.ioThreads : 2;
         AtomicInteger n = new AtomicInteger();
-        this.io = new ThreadPoolExecutor(b.ioThreads, b.ioThreads, 0, TimeUnit.SECONDS,
+        this.io = new ThreadPoolExecutor(threads, threads, 0, TimeUnit.SECONDS,
                 new ArrayBlockingQueue<>(4096), r -> {
                     Thread t = new Thread(r, "kvconnector-io-" + n.incrementAndGet());
                     t.setDaemon(true);
@@ -218,6 +222,15 @@ public final class KVStoreConnector implements AutoCloseable {
         io.execute(task);
     }
 
+    /** Runs a layer put: on the caller's thread for local-memory stores, otherwise on an I/O thread. */
+    void executePut(Runnable put) {
+        if (inlinePuts) {
+            put.run();
+        } else {
+            io.execute(put);
+        }
+    }
+
     /**
      * Waits for in-flight transfers, releases staging memory and its registration. The store stays open: the
      * caller opened it and closes it.
@@ -258,7 +271,7 @@ public final class KVStoreConnector implements AutoCloseable {
         private long ttlMillis;
         private boolean checksums = true;
         private long stagingBytes = 1L << 30;
-        private int ioThreads = 2;
+        private int ioThreads = -1;
         private long layerTimeoutMillis = 10_000;
 
         private Builder(KVStore store, KVLayout layout) {
@@ -318,7 +331,12 @@ public final class KVStoreConnector implements AutoCloseable {
             return this;
         }
 
-        /** Threads that run store transfers (default 2). */
+        /**
+         * Threads that run layer puts so they overlap the engine's compute; 0 runs every put on the caller's thread.
+         * By default puts to local-memory stores ({@code memory:}, {@code shm:}), which are plain memory copies, run on
+         * the caller's thread, and puts to any other store run on 2 I/O threads. Layer-wise drop-selects always run
+         * on an I/O thread.
+         */
         public Builder ioThreads(int n) {
             this.ioThreads = n;
             return this;
@@ -332,10 +350,10 @@ public final class KVStoreConnector implements AutoCloseable {
 
         /** Builds the connector; invalid settings are {@code INVALID_ARGUMENT} errors. */
         public KVStoreConnector build() {
-            if (ioThreads < 1 || stagingBytes < 1 || layerTimeoutMillis < 0 || ttlMillis < 0) {
+            if (ioThreads < -1 || stagingBytes < 1 || layerTimeoutMillis < 0 || ttlMillis < 0) {
                 throw KVException.of(ErrorCode.INVALID_ARGUMENT, "connector settings: ioThreads=" + ioThreads
                         + " stagingBytes=" + stagingBytes + " layerTimeoutMillis=" + layerTimeoutMillis + " ttlMillis="
-                        + ttlMillis + " (need ioThreads >= 1, stagingBytes >= 1, the rest >= 0)").build();
+                        + ttlMillis + " (need ioThreads >= 0, stagingBytes >= 1, the rest >= 0)").build();
             }
             return new KVStoreConnector(this);
         }

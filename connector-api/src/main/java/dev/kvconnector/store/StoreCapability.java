@@ -9,5 +9,10 @@ public enum StoreCapability {
     /** Overrides the batch operations with something faster than a loop (one round trip, one call). */
     BATCH,
     /** Different processes opening the same URI see the same objects. */
-    SHARED_ACROSS_PROCESSES
+    SHARED_ACROSS_PROCESSES,
+    /**
+     * Puts and gets are memory copies within this host's memory (no network, no device): there is no I/O to overlap
+     * with compute, so the connector runs such puts on the caller's thread instead of handing them to I/O threads.
+     */
+    LOCAL_MEMORY
 }

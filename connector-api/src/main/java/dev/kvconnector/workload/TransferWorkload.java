@@ -45,6 +45,17 @@ public final class TransferWorkload implements AutoCloseable {
      * @param hidden whether to move hidden states too
      */
     public TransferWorkload(KVStore store, KVLayout layout, int tokens, boolean hidden) {
+        this(store, layout, tokens, hidden, true);
+    }
+
+    /**
+     * @param store the store to move through (the caller closes it)
+     * @param layout the model's layout
+     * @param tokens prompt tokens per request
+     * @param hidden whether to move hidden states too
+     * @param checksums whether layer objects carry a CRC32C of their payload
+     */
+    public TransferWorkload(KVStore store, KVLayout layout, int tokens, boolean hidden, boolean checksums) {
         if (tokens < 1) {
             throw KVException.of(ErrorCode.INVALID_ARGUMENT, "a request needs at least one token, not " + tokens).build();
         }
@@ -52,7 +63,7 @@ public final class TransferWorkload implements AutoCloseable {
         this.tokens = tokens;
         this.hidden = hidden;
         this.connector = KVStoreConnector.builder(store, layout).modelId("bench/" + layout.name())
-                .dropMode(DropMode.CONSUME).stagingBytes(Math.max(1L << 30, 4 * layout.layerBytes(tokens) + (64L << 20)))
+                .dropMode(DropMode.CONSUME).checksums(checksums).stagingBytes(Math.max(1L << 30, 4 * layout.layerBytes(tokens) + (64L << 20)))
                 .build();
         TensorSpec spec = TensorSpec.of(layout.dtype(), tokens, layout.kvHeads(), layout.headSize());
         source = new Tensor[layout.numLayers()][layout.tensorsPerLayer()];
@@ -102,6 +113,22 @@ public final class TransferWorkload implements AutoCloseable {
     public DropResult dropSelect(int i) {
         DropTarget t = DropTarget.contiguous(target);
         return connector.dropSelect(request(i), hidden ? t.withHidden(targetHidden) : t);
+    }
+
+    /**
+     * The memory floor of moving this request: one {@code MemorySegment.copy} of every layer's tensors from the
+     * source into the target, as cold in cache as a real transfer (a whole request does not fit in the CPU's caches).
+     *
+     * @return the nanoseconds the copies took
+     */
+    public long copyRequestOnce() {
+        long t0 = System.nanoTime();
+        for (int l = 0; l < source.length; l++) {
+            for (int t = 0; t < source[l].length; t++) {
+                MemorySegment.copy(source[l][t].segment(), 0, target[l][t].segment(), 0, source[l][t].spec().byteSize());
+            }
+        }
+        return System.nanoTime() - t0;
     }
 
     /** Whether the target now holds exactly the source bytes. */

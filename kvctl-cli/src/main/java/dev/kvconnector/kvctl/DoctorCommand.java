@@ -1,5 +1,6 @@
 package dev.kvconnector.kvctl;
 
+import dev.kvconnector.cuda.CudaRuntime;
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
 import dev.kvconnector.store.GetResult;
@@ -75,8 +76,25 @@ final class DoctorCommand implements Callable<Integer> {
                 return fail(out, "round trip", e);
             }
         }
+        out.println("info cuda: " + cuda());
         out.println("healthy");
         return 0;
+    }
+
+    /** What the CUDA probe found; informational, since host tensors need no GPU. */
+    private static String cuda() {
+        CudaRuntime.Probe p = CudaRuntime.probe();
+        if (!p.usable()) {
+            return "device tensors unavailable (" + p.problem() + "); host and pinned tensors work";
+        }
+        StringBuilder b = new StringBuilder("driver " + p.driverVersionText() + " from " + p.library() + ", "
+                + p.devices().size() + " device(s)");
+        for (CudaRuntime.Device d : p.devices()) {
+            b.append(String.format("; %d: %s (sm_%d%d, %d SMs, %.0f GiB, %.0f GB/s peak)", d.ordinal(), d.name(),
+                    d.computeMajor(), d.computeMinor(), d.smCount(), d.totalMemoryBytes() / 1073741824.0,
+                    d.peakMemoryGBps()));
+        }
+        return b.toString();
     }
 
     /** Removes the probe; a store whose protocol has no delete (lm://) is reported, not failed. */

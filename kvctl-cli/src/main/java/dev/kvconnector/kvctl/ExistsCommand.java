@@ -5,7 +5,6 @@ import dev.kvconnector.store.KVStores;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
-import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 import picocli.CommandLine.Model.CommandSpec;
 
@@ -16,18 +15,18 @@ final class ExistsCommand implements Callable<Integer> {
     CommandSpec spec;
     @Mixin
     StoreOption store;
-    @Option(names = "--key", required = true)
-    String key;
+    @Mixin
+    KeyOption keyOption;
 
     @Override
     public Integer call() {
         try (KVStore s = KVStores.open(store.uri)) {
-            long size = s.size(key);
+            long size = s.size(keyOption.key);
             if (size < 0) {
-                spec.commandLine().getErr().println("miss: no key " + key + " in " + s.uri());
+                spec.commandLine().getErr().println("miss: no key " + keyOption.key + " in " + s.uri());
                 return Kvctl.EXIT_MISS;
             }
-            spec.commandLine().getOut().println(key + " exists: " + size + " bytes");
+            spec.commandLine().getOut().println(keyOption.key + " exists: " + size + " bytes");
             return 0;
         }
     }

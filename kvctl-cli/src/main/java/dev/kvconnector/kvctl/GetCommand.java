@@ -19,8 +19,8 @@ final class GetCommand implements Callable<Integer> {
     CommandSpec spec;
     @Mixin
     StoreOption store;
-    @Option(names = "--key", required = true)
-    String key;
+    @Mixin
+    KeyOption keyOption;
     @Option(names = "--out", required = true, paramLabel = "FILE")
     Path out;
 
@@ -28,12 +28,12 @@ final class GetCommand implements Callable<Integer> {
     public Integer call() {
         try (KVStore s = KVStores.open(store.uri)) {
             for (int attempt = 0; attempt < 3; attempt++) {
-                long size = s.size(key);
+                long size = s.size(keyOption.key);
                 if (size < 0) {
                     return miss(s);
                 }
                 try (Arena arena = Arena.ofConfined()) {
-                    long r = s.getInto(key, ObjectFiles.mapForWrite(out, size, arena));
+                    long r = s.getInto(keyOption.key, ObjectFiles.mapForWrite(out, size, arena));
                     if (GetResult.isMiss(r)) {
                         return miss(s);
                     }
@@ -41,18 +41,18 @@ final class GetCommand implements Callable<Integer> {
                         if (r != size) {
                             continue;
                         }
-                        spec.commandLine().getOut().println("wrote " + r + " bytes of " + key + " to " + out);
+                        spec.commandLine().getOut().println("wrote " + r + " bytes of " + keyOption.key + " to " + out);
                         return 0;
                     }
                 }
             }
-            spec.commandLine().getErr().println("kvctl get: " + key + " kept changing size while being read");
+            spec.commandLine().getErr().println("kvctl get: " + keyOption.key + " kept changing size while being read");
             return Kvctl.EXIT_FAILURE;
         }
     }
 
     private int miss(KVStore s) {
-        spec.commandLine().getErr().println("miss: no key " + key + " in " + s.uri());
+        spec.commandLine().getErr().println("miss: no key " + keyOption.key + " in " + s.uri());
         return Kvctl.EXIT_MISS;
     }
 }

@@ -19,8 +19,8 @@ final class PutCommand implements Callable<Integer> {
     CommandSpec spec;
     @Mixin
     StoreOption store;
-    @Option(names = "--key", required = true)
-    String key;
+    @Mixin
+    KeyOption keyOption;
     @Option(names = "--in", required = true, paramLabel = "FILE")
     Path in;
     @Option(names = "--ttl-ms", defaultValue = "0", description = "Time to live in ms (0: the store's default)")
@@ -32,9 +32,9 @@ final class PutCommand implements Callable<Integer> {
     public Integer call() {
         try (Arena arena = Arena.ofConfined(); KVStore s = KVStores.open(store.uri)) {
             var value = ObjectFiles.mapForRead(in, arena);
-            boolean stored = s.put(key, value, PutOptions.DEFAULT.withTtlMillis(ttl).withIfAbsent(ifAbsent));
-            spec.commandLine().getOut().println(stored ? "stored " + value.byteSize() + " bytes under " + key
-                    : "kept the existing value of " + key + " (--if-absent)");
+            boolean stored = s.put(keyOption.key, value, PutOptions.DEFAULT.withTtlMillis(ttl).withIfAbsent(ifAbsent));
+            spec.commandLine().getOut().println(stored ? "stored " + value.byteSize() + " bytes under " + keyOption.key
+                    : "kept the existing value of " + keyOption.key + " (--if-absent)");
             return 0;
         }
     }

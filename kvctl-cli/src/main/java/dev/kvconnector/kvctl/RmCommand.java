@@ -5,7 +5,6 @@ import dev.kvconnector.store.KVStores;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
-import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 import picocli.CommandLine.Model.CommandSpec;
 
@@ -16,17 +15,17 @@ final class RmCommand implements Callable<Integer> {
     CommandSpec spec;
     @Mixin
     StoreOption store;
-    @Option(names = "--key", required = true)
-    String key;
+    @Mixin
+    KeyOption keyOption;
 
     @Override
     public Integer call() {
         try (KVStore s = KVStores.open(store.uri)) {
-            if (!s.remove(key)) {
-                spec.commandLine().getErr().println("miss: no key " + key + " in " + s.uri());
+            if (!s.remove(keyOption.key)) {
+                spec.commandLine().getErr().println("miss: no key " + keyOption.key + " in " + s.uri());
                 return Kvctl.EXIT_MISS;
             }
-            spec.commandLine().getOut().println("removed " + key);
+            spec.commandLine().getOut().println("removed " + keyOption.key);
             return 0;
         }
     }

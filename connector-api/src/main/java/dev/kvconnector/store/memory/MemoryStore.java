@@ -9,8 +9,12 @@ import dev.kvconnector.store.PutOptions;
 import dev.kvconnector.store.StoreCapability;
 import dev.kvconnector.store.StoreUri;
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.EnumSet;
+import java.util.HashMap;
 import java.util.Iterator;
+import java.util.List;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
@@ -27,11 +31,17 @@ import java.util.concurrent.locks.ReentrantLock;
  *
  * <p>The lock guards only the index and the LRU order; copies run outside it, so readers and writers of different
  * keys proceed in parallel.
+ *
+ * <p>Values of 64 KiB and more live in blocks rounded up to a size class (four classes per power of two, so at most
+ * 25% slack, counted against the capacity), and a freed block is kept for the next value of its class while the
+ * capacity allows. A steady stream of same-sized layers then reuses memory whose pages are already mapped, instead
+ * of faulting in fresh pages on every put: on the project's machines a fresh 4 MiB costs about 1024 page faults.
  */
 public final class MemoryStore implements KVStore {
     /** Default capacity: 1 GiB. */
     public static final long DEFAULT_CAPACITY = 1L << 30;
     static final Set<String> OPTIONS = Set.of("capacity", "ttl", "eviction");
+    private static final long POOLED_MIN_BYTES = 64 * 1024;
 
     private final String uri;
     private final long capacity;
@@ -39,16 +49,20 @@ public final class MemoryStore implements KVStore {
     private final boolean evict;
     private final ReentrantLock lock = new ReentrantLock();
     private final LinkedHashMap<String, Entry> index = new LinkedHashMap<>(64, 0.75f, true);
+    private final HashMap<Long, ArrayDeque<MemorySegment>> freeBlocks = new HashMap<>();
     private long reservedBytes;
+    private long freeBlockBytes;
     private volatile boolean closed;
 
     private final class Entry {
+        final MemorySegment block;
         final MemorySegment data;
         final long expiresAtNanos;
         final AtomicInteger refs = new AtomicInteger(1);
 
-        Entry(MemorySegment data, long expiresAtNanos) {
-            this.data = data;
+        Entry(MemorySegment block, long size, long expiresAtNanos) {
+            this.block = block;
+            this.data = block.asSlice(0, size);
             this.expiresAtNanos = expiresAtNanos;
         }
 
@@ -58,14 +72,7 @@ public final class MemoryStore implements KVStore {
 
         void release() {
             if (refs.decrementAndGet() == 0) {
-                long size = data.byteSize();
-                NativeMemory.free(data);
-                lock.lock();
-                try {
-                    reservedBytes -= size;
-                } finally {
-                    lock.unlock();
-                }
+                releaseBlock(block);
             }
         }
     }
@@ -108,7 +115,7 @@ public final class MemoryStore implements KVStore {
 
     @Override
     public Set<StoreCapability> capabilities() {
-        return EnumSet.of(StoreCapability.NATIVE_TTL);
+        return EnumSet.of(StoreCapability.NATIVE_TTL, StoreCapability.LOCAL_MEMORY);
     }
 
     /** The capacity in bytes. */
@@ -146,24 +153,36 @@ public final class MemoryStore implements KVStore {
         }
         long ttl = options.ttlMillis() > 0 ? options.ttlMillis() : defaultTtlMillis;
         long expires = ttl > 0 ? nonZero(System.nanoTime() + ttl * 1_000_000L) : 0;
+        long blockBytes = blockSize(size);
+        MemorySegment block = null;
+        List<MemorySegment> toFree = new ArrayList<>(0);
         lock.lock();
         try {
             if (options.ifAbsent() && liveEntry(key, System.nanoTime()) != null) {
                 return false;
             }
-            reserve(key, size);
+            block = takeFreeBlock(blockBytes);
+            reserve(key, blockBytes, toFree);
+        } catch (RuntimeException e) {
+            if (block != null) {
+                freeBlocks.computeIfAbsent(blockBytes, k -> new ArrayDeque<>()).addFirst(block);
+                freeBlockBytes += blockBytes;
+            }
+            throw e;
         } finally {
             lock.unlock();
+            toFree.forEach(NativeMemory::free);
         }
-        MemorySegment data;
-        try {
-            data = NativeMemory.allocate(size);
-        } catch (RuntimeException e) {
-            unreserve(size);
-            throw e;
+        if (block == null) {
+            try {
+                block = NativeMemory.allocate(blockBytes);
+            } catch (RuntimeException e) {
+                unreserve(blockBytes);
+                throw e;
+            }
         }
-        MemorySegment.copy(value, 0, data, 0, size);
-        Entry fresh = new Entry(data, expires);
+        MemorySegment.copy(value, 0, block, 0, size);
+        Entry fresh = new Entry(block, size, expires);
         Entry old;
         lock.lock();
         try {
@@ -189,19 +208,67 @@ public final class MemoryStore implements KVStore {
         return t == 0 ? 1 : t;
     }
 
-    private void reserve(String key, long size) {
-        if (reservedBytes + size > capacity) {
+    /** The block a value of {@code size} bytes occupies: exact below 64 KiB, else the next of 4 classes per power of two. */
+    private long blockSize(long size) {
+        if (size < POOLED_MIN_BYTES) {
+            return size;
+        }
+        long step = Long.highestOneBit(size) / 4;
+        long block = (size + step - 1) / step * step;
+        return block <= capacity ? block : size;
+    }
+
+    /** Takes a kept block of exactly {@code size} bytes, or null. Caller holds the lock. */
+    private MemorySegment takeFreeBlock(long size) {
+        ArrayDeque<MemorySegment> q = freeBlocks.get(size);
+        MemorySegment b = q == null ? null : q.pollFirst();
+        if (b != null) {
+            freeBlockBytes -= size;
+        }
+        return b;
+    }
+
+    private void releaseBlock(MemorySegment block) {
+        long size = block.byteSize();
+        boolean keep;
+        lock.lock();
+        try {
+            reservedBytes -= size;
+            keep = !closed && size >= POOLED_MIN_BYTES && reservedBytes + freeBlockBytes + size <= capacity;
+            if (keep) {
+                freeBlocks.computeIfAbsent(size, k -> new ArrayDeque<>()).addFirst(block);
+                freeBlockBytes += size;
+            }
+        } finally {
+            lock.unlock();
+        }
+        if (!keep) {
+            NativeMemory.free(block);
+        }
+    }
+
+    /**
+     * Makes room for {@code size} more bytes: kept free blocks go first, then (with LRU eviction) the least recently
+     * used entries. Reserved plus kept bytes never pass the capacity. Caller holds the lock; blocks to free after
+     * unlocking go into {@code toFree}.
+     */
+    private void reserve(String key, long size, List<MemorySegment> toFree) {
+        if (reservedBytes + freeBlockBytes + size > capacity) {
             purgeExpired();
         }
-        if (evict) {
-            Iterator<Map.Entry<String, Entry>> it = index.entrySet().iterator();
-            while (reservedBytes + size > capacity && it.hasNext()) {
-                Entry victim = it.next().getValue();
-                it.remove();
+        Iterator<Map.Entry<String, Entry>> lru = index.entrySet().iterator();
+        while (reservedBytes + freeBlockBytes + size > capacity) {
+            if (freeBlockBytes > 0) {
+                dropOneFreeBlock(toFree);
+            } else if (evict && lru.hasNext()) {
+                Entry victim = lru.next().getValue();
+                lru.remove();
                 victim.release();
+            } else {
+                break;
             }
         }
-        if (reservedBytes + size > capacity) {
+        if (reservedBytes + freeBlockBytes + size > capacity) {
             throw KVException.of(ErrorCode.STORE_FULL, "no room for " + size + " bytes: " + reservedBytes + " of "
                     + capacity + " bytes in use" + (evict ? ", held by readers still copying" : ""))
                     .store(uri).operation("put").key(key)
@@ -209,6 +276,17 @@ public final class MemoryStore implements KVStore {
                             + "use TTLs, or raise capacity=").build();
         }
         reservedBytes += size;
+    }
+
+    private void dropOneFreeBlock(List<MemorySegment> toFree) {
+        Iterator<ArrayDeque<MemorySegment>> it = freeBlocks.values().iterator();
+        ArrayDeque<MemorySegment> q = it.next();
+        MemorySegment b = q.pollFirst();
+        if (q.isEmpty()) {
+            it.remove();
+        }
+        freeBlockBytes -= b.byteSize();
+        toFree.add(b);
     }
 
     private void unreserve(long size) {
@@ -340,5 +418,15 @@ public final class MemoryStore implements KVStore {
         for (Entry e : entries) {
             e.release();
         }
+        List<MemorySegment> kept = new ArrayList<>();
+        lock.lock();
+        try {
+            freeBlocks.values().forEach(kept::addAll);
+            freeBlocks.clear();
+            freeBlockBytes = 0;
+        } finally {
+            lock.unlock();
+        }
+        kept.forEach(NativeMemory::free);
     }
 }

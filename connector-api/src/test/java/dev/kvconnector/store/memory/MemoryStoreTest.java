@@ -102,6 +102,45 @@ class MemoryStoreTest {
     }
 
     @Test
+    void largeBlocksAreReusedInsteadOfFaultingInFreshMemoryAndFreedOnClose() {
+        long before = dev.kvconnector.memory.NativeMemory.liveBlocks();
+        try (Arena a = Arena.ofConfined(); MemoryStore s = MemoryStore.withCapacity(64L << 20)) {
+            MemorySegment v = Segments.random(a, (1 << 20) + 100, 7);
+            s.put("k", v, PutOptions.DEFAULT);
+            long oneBlock = dev.kvconnector.memory.NativeMemory.liveBlocks();
+            assertEquals(before + 1, oneBlock);
+            for (int i = 0; i < 20; i++) {
+                s.remove("k");
+                s.put("k", v, PutOptions.DEFAULT);
+                s.put("k2", v, PutOptions.DEFAULT);
+                s.remove("k2");
+            }
+            assertEquals(before + 2, dev.kvconnector.memory.NativeMemory.liveBlocks(), "blocks were not reused");
+            MemorySegment dst = a.allocate(v.byteSize());
+            assertEquals(v.byteSize(), s.getInto("k", dst));
+            assertTrue(Segments.equal(v, dst, v.byteSize()));
+            assertTrue(s.usedBytes() >= v.byteSize() && s.usedBytes() <= v.byteSize() * 5 / 4, "size class slack");
+        }
+        assertEquals(before, dev.kvconnector.memory.NativeMemory.liveBlocks());
+    }
+
+    @Test
+    void keptBlocksNeverPushThePoolPastItsCapacity() {
+        try (Arena a = Arena.ofConfined(); MemoryStore s = MemoryStore.withCapacity(4L << 20)) {
+            for (int i = 0; i < 40; i++) {
+                long size = (64 << 10) + i * 37_000L;
+                s.put("k" + i, Segments.random(a, size, i), PutOptions.DEFAULT);
+                if (i % 3 == 0) {
+                    s.remove("k" + (i / 2));
+                }
+                long kept = dev.kvconnector.memory.NativeMemory.liveBytes();
+                assertTrue(s.usedBytes() <= s.capacity(), "used " + s.usedBytes());
+                assertTrue(kept <= s.capacity() + (1 << 20), "native bytes " + kept + " outgrew the capacity");
+            }
+        }
+    }
+
+    @Test
     void unknownOptionsAndHostsAreRejectedWithTheOptionNamed() {
         KVException e = assertThrows(KVException.class, () -> KVStores.open("memory:?capacty=1GiB"));
         assertEquals(ErrorCode.INVALID_URI, e.code());

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Runs the JMH suite and writes benchmarks/results/{jmh-<mode>.json,REPORT.md,latency.svg}.
+#
+#   benchmarks/run.sh quick [extra JMH args]   # reduced set, under 10 minutes on 2 vCPUs
+#   benchmarks/run.sh full  [extra JMH args]   # every model x tokens, 2 forks (about 40 minutes on 2 vCPUs)
+#
+# Extra arguments go to each JMH invocation, e.g. a benchmark regex ('StoreLayer|Memcpy') or -p store=memory:.
+# Stores: memory: always; shm: and valkey:// (against a fresh redis-server) once their providers are in the jar;
+# add servers you run yourself with KVC_BENCH_STORES="lm://127.0.0.1:65432,mooncake://127.0.0.1:50051".
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+JAR="$ROOT/benchmarks/target/benchmarks.jar"
+RESULTS="$ROOT/benchmarks/results"
+MODE="${1:-quick}"
+shift || true
+
+java_major() { "$1/bin/java" -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p'; }
+
+find_jdk() {
+  local c
+  for c in "${JAVA_HOME:-}" /usr/lib/jvm/*25* /usr/lib/jvm/*; do
+    [ -n "$c" ] && [ -x "$c/bin/java" ] && [ -x "$c/bin/javac" ] || continue
+    if [ "$(java_major "$c")" = "25" ]; then echo "$c"; return 0; fi
+  done
+  return 1
+}
+
+if ! JDK="$(find_jdk)"; then
+  echo "run.sh: no JDK 25 found. Looked at JAVA_HOME (${JAVA_HOME:-unset}) and /usr/lib/jvm/*." >&2
+  exit 1
+fi
+export JAVA_HOME="$JDK"
+JAVA="$JAVA_HOME/bin/java"
+
+if [ ! -f "$JAR" ]; then
+  echo "run.sh: $JAR is missing; building it (./mvnw -q install -DskipTests)..." >&2
+  (cd "$ROOT" && ./mvnw -q -B install -DskipTests) >&2
+fi
+
+case "$MODE" in
+  quick)
+    # Every backend at Llama-3-8B 1024 tokens; the layer-level backends (not the connector, not the echo) also at
+    # Llama-3-8B 4096 tokens and at 1024 tokens of the two other presets. 'full' has every combination.
+    SETS=("-p model=llama3-8b -p tokens=1024"
+          "-p model=llama3-8b -p tokens=4096 -e ConnectorBenchmark -e SocketBaseline.echo"
+          "-p model=qwen2.5-0.5b,deepseek-v3-mla -p tokens=1024 -e ConnectorBenchmark -e SocketBaseline.echo")
+    TIMING=(-f 1 -wi 2 -w 400ms -i 3 -r 400ms) ;;
+  full)
+    SETS=("")
+    TIMING=(-f 2 -wi 3 -w 1s -i 5 -r 1s) ;;
+  *)
+    echo "usage: benchmarks/run.sh [quick|full] [extra JMH args]" >&2
+    exit 2 ;;
+esac
+
+STORES="$("$JAVA" -cp "$JAR" dev.kvconnector.benchmarks.StoreCatalog)"
+mkdir -p "$RESULTS"
+PARTS="$(mktemp -d)"
+trap 'rm -rf "$PARTS"' EXIT
+LOAD_BEFORE="$(cut -d' ' -f1-3 /proc/loadavg)"
+echo "run.sh: $MODE run, stores: $STORES, load average: $LOAD_BEFORE, $(nproc) CPUs" >&2
+
+i=0
+FILES=()
+for set in "${SETS[@]}"; do
+  i=$((i + 1))
+  # shellcheck disable=SC2086 # each set is a list of JMH arguments
+  "$JAVA" --enable-native-access=ALL-UNNAMED -jar "$JAR" "${TIMING[@]}" $set -p "store=$STORES" \
+    -prof gc -rf json -rff "$PARTS/part-$i.json" "$@"
+  FILES+=("$PARTS/part-$i.json")
+done
+
+LOAD_AFTER="$(cut -d' ' -f1-3 /proc/loadavg)"
+"$JAVA" -cp "$JAR" dev.kvconnector.benchmarks.report.ReportMain --out "$RESULTS" --mode "$MODE" \
+  --load-before "$LOAD_BEFORE" --load-after "$LOAD_AFTER" --merge-to "$RESULTS/jmh-$MODE.json" "${FILES[@]}"

@@ -1,0 +1,51 @@
+package dev.kvconnector.benchmarks;
+
+import dev.kvconnector.store.KVStores;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * Lists the store URI templates this class path and machine can benchmark, comma-separated, for JMH's
+ * {@code -p store=...}: {@code memory:} always; {@code shm:} and {@code valkey://} (against a fresh
+ * {@code redis-server}) once their providers are on the class path; and every URI in {@code $KVC_BENCH_STORES}
+ * (comma-separated), for stores whose server the user runs, such as {@code lm://host:port} or
+ * {@code mooncake://master:50051}. {@code benchmarks/run.sh} calls it so that one run covers every backend present.
+ */
+public final class StoreCatalog {
+    /** Template for the in-process store; 2 GiB holds one request of the largest preset at 4096 tokens. */
+    static final String MEMORY = "memory:?capacity=2GiB";
+    /** Template for the shared-memory store. */
+    static final String SHM = "shm:/kvc-bench-{unique}?capacity=2GiB";
+    /** Template for our Valkey client against a fresh local server. */
+    static final String VALKEY = "valkey://{redis}";
+
+    private StoreCatalog() {
+    }
+
+    /** Prints the list. */
+    public static void main(String[] args) {
+        System.out.println(String.join(",", stores(KVStores.providers().keySet(),
+                RedisServerFixture.findServer() != null, System.getenv("KVC_BENCH_STORES"))));
+    }
+
+    /** The templates for these provider schemes, server availability and extra URIs. */
+    static List<String> stores(Set<String> schemes, boolean redisServer, String extra) {
+        List<String> out = new ArrayList<>();
+        out.add(MEMORY);
+        if (schemes.contains("shm")) {
+            out.add(SHM);
+        }
+        if (schemes.contains("valkey") && redisServer) {
+            out.add(VALKEY);
+        }
+        if (extra != null) {
+            for (String u : extra.split(",")) {
+                if (!u.isBlank() && !out.contains(u.strip())) {
+                    out.add(u.strip());
+                }
+            }
+        }
+        return out;
+    }
+}

@@ -1,0 +1,75 @@
+package dev.kvconnector.benchmarks.report;
+
+/**
+ * What one benchmark method measures, for grouping and for choosing the floor and the peer it is compared with.
+ *
+ * @param backend what moved the bytes ({@code memcpy}, {@code socket}, {@code lettuce}, {@code memory: store}, ...)
+ * @param op the operation ({@code copy}, {@code put}, {@code get}, {@code insert}, ...)
+ * @param domain whether the floor is memory or the network
+ * @param direction which floor operation matches
+ * @param role floor, peer library, or ours
+ * @param perRequest whether one operation moves every layer of a request (the report divides by the layer count)
+ */
+public record Series(String backend, String op, Domain domain, Direction direction, Role role, boolean perRequest) {
+
+    /** Where the bytes go, which decides the floor. */
+    public enum Domain { MEMORY, NETWORK, OTHER }
+
+    /** Which way the bytes go. */
+    public enum Direction { COPY, PUT, GET, ECHO }
+
+    /** Who the series belongs to. */
+    public enum Role { FLOOR, PEER, OURS }
+
+    /** Backend and operation, as the report and the chart's legend print them. */
+    public String label() {
+        return backend + " " + op;
+    }
+
+    /** Classifies a result by its benchmark class and method and its {@code store} parameter. */
+    public static Series of(BenchResult r) {
+        String m = r.method();
+        return switch (r.className()) {
+            case "MemcpyBaseline" -> new Series("memcpy", m, Domain.MEMORY, Direction.COPY, Role.FLOOR, false);
+            case "SocketBaseline" -> switch (m) {
+                case "sendWithAck" -> new Series("socket", "send+ack", Domain.NETWORK, Direction.PUT, Role.FLOOR, false);
+                case "fetch" -> new Series("socket", "fetch", Domain.NETWORK, Direction.GET, Role.FLOOR, false);
+                default -> new Series("socket", m, Domain.NETWORK, Direction.ECHO, Role.FLOOR, false);
+            };
+            case "ChronicleBytesBaseline" -> new Series("chronicle-bytes", m, Domain.MEMORY, Direction.COPY, Role.PEER,
+                    false);
+            case "LettuceBaseline" -> new Series("lettuce", m, Domain.NETWORK, direction(m), Role.PEER, false);
+            case "JedisBaseline" -> new Series("jedis", m, Domain.NETWORK, direction(m), Role.PEER, false);
+            case "StoreLayerBenchmark" -> ours(r, "store", m, false);
+            case "ConnectorBenchmark" -> ours(r, "connector", m, true);
+            default -> new Series(r.className(), m, Domain.OTHER, direction(m), Role.OURS, false);
+        };
+    }
+
+    private static Series ours(BenchResult r, String what, String m, boolean perRequest) {
+        String scheme = scheme(r.param("store", "?"));
+        Domain d = scheme.equals("memory") || scheme.equals("shm") ? Domain.MEMORY : Domain.NETWORK;
+        String shown = d == Domain.MEMORY ? scheme + ":" : scheme + "://";
+        return new Series(shown + " " + what, m, d, direction(m), Role.OURS, perRequest);
+    }
+
+    /** The scheme of a store URI template: the text before the first ':'. */
+    public static String scheme(String uri) {
+        int i = uri.indexOf(':');
+        return i < 0 ? uri : uri.substring(0, i);
+    }
+
+    private static Direction direction(String method) {
+        return switch (method) {
+            case "put", "set", "insert", "sendWithAck" -> Direction.PUT;
+            case "get", "getInto", "dropSelect", "fetch" -> Direction.GET;
+            case "echo" -> Direction.ECHO;
+            default -> Direction.COPY;
+        };
+    }
+
+    /** Whether this is one of ours on the Valkey wire, which has Lettuce and Jedis as its peers. */
+    public boolean speaksRedis() {
+        return role == Role.OURS && (backend.startsWith("valkey:") || backend.startsWith("redis:"));
+    }
+}

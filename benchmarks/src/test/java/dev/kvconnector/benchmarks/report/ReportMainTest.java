@@ -1,0 +1,156 @@
+package dev.kvconnector.benchmarks.report;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.ByteArrayInputStream;
+import java.net.URISyntaxException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import javax.xml.parsers.DocumentBuilderFactory;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.w3c.dom.Document;
+
+class ReportMainTest {
+    private static final double EPS = 1e-9;
+    private static Path sample;
+    private static List<BenchResult> results;
+    private static List<LatencyTable.Row> rows;
+
+    @BeforeAll
+    static void readSample() throws Exception {
+        sample = resource("jmh-sample.json");
+        results = BenchResult.read(List.of(sample));
+        rows = LatencyTable.build(results);
+    }
+
+    private static Path resource(String name) throws URISyntaxException {
+        return Path.of(ReportMainTest.class.getClassLoader().getResource(name).toURI());
+    }
+
+    private static LatencyTable.Row row(String label, String model, int tokens) {
+        return rows.stream().filter(r -> r.series().label().equals(label) && r.model().equals(model)
+                && r.tokens() == tokens).findFirst().orElseThrow(() -> new AssertionError("no row " + label));
+    }
+
+    @Test
+    void parsesMedianP99AllocationAndSampleCount() {
+        BenchResult memcpy = results.getFirst();
+        assertEquals("dev.kvconnector.benchmarks.MemcpyBaseline.copy", memcpy.benchmark());
+        assertEquals(100.0, memcpy.p50Us(), EPS);
+        assertEquals(200.0, memcpy.p99Us(), EPS);
+        assertEquals(16.0, memcpy.allocBytesPerOp(), EPS);
+        assertEquals(8, memcpy.samples());
+        assertEquals("1 fork(s), warmup 1 x 500 ms, measurement 2 x 500 ms", memcpy.settings());
+    }
+
+    @Test
+    void convertsNanosecondsToMicroseconds() {
+        assertEquals(50.0, row("memcpy copy", "qwen2.5-0.5b", 1024).p50Us(), EPS);
+    }
+
+    @Test
+    void rejectsThroughputUnits() throws Exception {
+        var json = new ObjectMapper().readTree("[{\"benchmark\":\"a.B.c\",\"primaryMetric\":{\"score\":1,"
+                + "\"scoreUnit\":\"ops/s\"}}]");
+        assertThrows(IllegalArgumentException.class, () -> BenchResult.parse(json));
+    }
+
+    @Test
+    void memoryStoreIsComparedWithMemcpyAndChronicle() {
+        LatencyTable.Row put = row("memory: store put", "llama3-8b", 1024);
+        assertEquals("memcpy copy", put.floor());
+        assertEquals(1.5, put.floorRatio(), EPS);
+        assertEquals(List.of(new LatencyTable.Ratio("chronicle-bytes copy", 1.2)), put.peers());
+        assertEquals(4L << 20, put.layerBytes());
+        assertEquals((4 << 20) / 150_000.0, put.gbPerSecond(), EPS);
+    }
+
+    @Test
+    void valkeyStoreIsComparedWithTheMatchingSocketFloorAndWithLettuceAndJedis() {
+        LatencyTable.Row put = row("valkey:// store put", "llama3-8b", 1024);
+        assertEquals("socket send+ack", put.floor());
+        assertEquals(1.5, put.floorRatio(), EPS);
+        assertEquals(List.of(new LatencyTable.Ratio("jedis set", 0.75), new LatencyTable.Ratio("lettuce set", 0.6)),
+                put.peers().stream().sorted((a, b) -> a.to().compareTo(b.to())).toList());
+        LatencyTable.Row get = row("valkey:// store getInto", "llama3-8b", 1024);
+        assertEquals("socket fetch", get.floor());
+        assertEquals(2.0, get.floorRatio(), EPS);
+        assertEquals(0.25, get.peers().stream().filter(p -> p.to().equals("lettuce get")).findFirst()
+                .orElseThrow().ratio(), EPS);
+    }
+
+    @Test
+    void peerLibrariesAreComparedWithTheSocketFloorOnly() {
+        LatencyTable.Row lettuceGet = row("lettuce get", "llama3-8b", 1024);
+        assertEquals("socket fetch", lettuceGet.floor());
+        assertEquals(8.0, lettuceGet.floorRatio(), EPS);
+        assertTrue(lettuceGet.peers().isEmpty());
+        assertEquals(2.0, row("jedis set", "llama3-8b", 1024).floorRatio(), EPS);
+    }
+
+    @Test
+    void connectorRequestsAreDividedByTheLayerCount() {
+        LatencyTable.Row insert = row("memory: connector insert", "llama3-8b", 1024);
+        assertEquals(6400.0 / 32, insert.p50Us(), EPS);
+        assertEquals(9600.0 / 32, insert.p99Us(), EPS);
+        assertEquals(100.0, insert.allocPerLayer(), EPS);
+        assertEquals(2.0, insert.floorRatio(), EPS);
+    }
+
+    @Test
+    void floorsHaveNoRatioAndComeFirstInEachShape() {
+        LatencyTable.Row memcpy = row("memcpy copy", "llama3-8b", 1024);
+        assertTrue(Double.isNaN(memcpy.floorRatio()));
+        assertEquals("", memcpy.floor());
+        List<LatencyTable.Row> llama1024 = rows.stream().filter(r -> r.model().equals("llama3-8b")
+                && r.tokens() == 1024).toList();
+        assertEquals(Series.Role.FLOOR, llama1024.getFirst().series().role());
+        assertEquals("qwen2.5-0.5b", rows.getFirst().model(), "smallest model first");
+    }
+
+    @Test
+    void markdownHasTheExpectedRowsAndGlanceTable() {
+        ReportMain.Machine m = new ReportMain.Machine("Test CPU", 2, "Linux 6.1", "25.0.3", "3.10 2.00 1.00",
+                "2.50 2.00 1.00");
+        String md = ReportMain.markdown(rows, results, m, "quick", "2026-01-01T00:00:00Z");
+        assertTrue(md.contains("| memory: store | put | 150.0 us | 300.0 us | 27.96 | 96 B | 1.50x memcpy copy "
+                + "| 1.20x chronicle-bytes copy |"), md);
+        assertTrue(md.contains("| memory: connector | insert (request / 32) | 200.0 us | 300.0 us | 20.97 | 100 B "
+                + "| 2.00x memcpy copy | 1.60x chronicle-bytes copy |"), md);
+        assertTrue(md.contains("| memcpy | copy | 100.0 us | 200.0 us | 41.94 | 16 B | floor |  |"), md);
+        assertTrue(md.contains("## llama3-8b, 1024 tokens: 4.00 MiB per layer, 32 layers"), md);
+        assertTrue(md.contains("3.10 2.00 1.00 at the start"), md);
+        assertTrue(md.contains("| llama3-8b | 1024 | 1.25x |"), "glance row starts with chronicle's ratio\n" + md);
+    }
+
+    @Test
+    void chartIsWellFormedXmlWithALinePerSeriesThatHasSeveralPoints() throws Exception {
+        String svg = LatencyChart.render(rows, "latency <quick> & more");
+        var f = DocumentBuilderFactory.newInstance();
+        f.setNamespaceAware(true);
+        Document doc = f.newDocumentBuilder().parse(new ByteArrayInputStream(svg.getBytes(StandardCharsets.UTF_8)));
+        assertEquals("svg", doc.getDocumentElement().getLocalName());
+        assertEquals("http://www.w3.org/2000/svg", doc.getDocumentElement().getNamespaceURI());
+        // memcpy copy and memory: store put have points at 1024 and 4096 tokens for llama3-8b.
+        assertEquals(2, doc.getElementsByTagNameNS("*", "polyline").getLength());
+        assertEquals(rows.size(), doc.getElementsByTagNameNS("*", "circle").getLength());
+        assertTrue(doc.getDocumentElement().getTextContent().contains("latency <quick> & more"));
+    }
+
+    @Test
+    void mainWritesReportChartAndMergedJson(@TempDir Path dir) throws Exception {
+        Path merged = dir.resolve("jmh-quick.json");
+        ReportMain.main(new String[] {"--out", dir.toString(), "--mode", "quick", "--merge-to", merged.toString(),
+            sample.toString(), sample.toString()});
+        assertEquals(2 * results.size(), new ObjectMapper().readTree(merged.toFile()).size());
+        assertTrue(Files.readString(dir.resolve("REPORT.md")).startsWith("# Per-layer KV transfer latency (quick run)"));
+        assertTrue(Files.readString(dir.resolve("latency.svg")).startsWith("<svg "));
+    }
+}
