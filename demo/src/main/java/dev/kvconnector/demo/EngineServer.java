@@ -256,6 +256,7 @@ public final class EngineServer implements AutoCloseable {
         ObjectNode root = chunk(id, "text_completion", ByteTokenizer.decode(g.tokens()), "length");
         root.putObject("usage").put("prompt_tokens", g.promptTokens()).put("completion_tokens", g.tokens().length)
                 .put("total_tokens", g.promptTokens() + g.tokens().length);
+        putTokenIds(root, g);
         putParams(root, g);
         json(ex, 200, root);
     }
@@ -294,6 +295,7 @@ public final class EngineServer implements AutoCloseable {
             return;
         }
         ObjectNode last = chunk(id, "text_completion", decoder.finish(), "length");
+        putTokenIds(last, g);
         putParams(last, g);
         event(out[0], last.toString());
         event(out[0], "[DONE]");
@@ -318,7 +320,18 @@ public final class EngineServer implements AutoCloseable {
         return root;
     }
 
-    /** A producer's answer, plus where it runs, as vLLM's prefill instances answer ({@code remote_host/port}). */
+    /**
+     * All generated token ids, as vLLM's {@code token_ids} in the choice (in the last chunk when streamed): the text
+     * alone cannot prove two answers equal, since malformed UTF-8 decodes to U+FFFD whatever the bytes were.
+     */
+    private static void putTokenIds(ObjectNode root, Generation g) {
+        ArrayNode ids = ((ObjectNode) root.get("choices").get(0)).putArray("token_ids");
+        for (int t : g.tokens()) {
+            ids.add(t);
+        }
+    }
+
+        /** A producer's answer, plus where it runs, as vLLM's prefill instances answer ({@code remote_host/port}). */
     private void putParams(ObjectNode root, Generation g) {
         if (g.kvTransferParams() != null) {
             InetSocketAddress a = http.getAddress();

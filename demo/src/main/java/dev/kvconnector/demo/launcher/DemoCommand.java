@@ -1,0 +1,249 @@
+package dev.kvconnector.demo.launcher;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.kvconnector.demo.EngineCommand;
+import dev.kvconnector.proxy.ProxyConfig;
+import dev.kvconnector.proxy.ProxyFlow;
+import dev.kvconnector.proxy.XpydProxy;
+import dev.kvconnector.store.StoreUri;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code kvctl demo}: the whole XpYd design on one machine with no setup. Starts X prefill and Y decode demo
+ * engines as child JVMs sharing a {@code shm:} store, the XpYd proxy in-process in front of them, and a single
+ * in-process engine as the reference; sends the same workload through the proxy twice (KV loaded whole after
+ * the prefill, then layer by layer), checks every answer against the reference token for token, and reports
+ * time to first token, per-layer transfer latency, hit rate, miss reasons and bytes moved on the terminal, in
+ * {@code DIR/demo.json} and in {@code DIR/demo.html}. Exits 1 when any answer differs or fails.
+ */
+@Command(name = "demo", mixinStandardHelpOptions = true,
+        description = "Run XpYd disaggregated prefill end to end on this machine and report what it does.")
+public final class DemoCommand implements Callable<Integer> {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final String MODEL = "kvc-demo";
+
+    @Option(names = "--prefill", defaultValue = "2", description = "Prefill engines (default ${DEFAULT-VALUE}).")
+    int prefill;
+
+    @Option(names = "--decode", defaultValue = "2", description = "Decode engines (default ${DEFAULT-VALUE}).")
+    int decode;
+
+    @Option(names = "--requests", defaultValue = "40", description = "Requests per run (default ${DEFAULT-VALUE}).")
+    int requests;
+
+    @Option(names = "--store", description = "Shared KV store URI (default: a fresh shm:/kvc-demo-PID?capacity=1GiB, "
+            + "removed at exit). P and D are separate processes, so memory: cannot work.")
+    String store;
+
+    @Option(names = "--flow", defaultValue = "concurrent",
+            description = "Proxy flow of the layer-wise run: v1 or concurrent (default ${DEFAULT-VALUE}: D starts "
+                    + "with P and loads each layer as P stores it). The first run always uses v1, because a decode "
+                    + "engine that loads the KV whole must wait for the prefill to finish.")
+    String flow;
+
+    @Option(names = "--out", defaultValue = "demo-results", description = "Report directory (default ${DEFAULT-VALUE}).")
+    Path out;
+
+    @Option(names = "--tiny", description = "The 2-layer test model instead of the 8-layer default.")
+    boolean tiny;
+
+    @Option(names = "--max-tokens", defaultValue = "16", description = "Tokens generated per request (default ${DEFAULT-VALUE}).")
+    int maxTokens;
+
+    @Option(names = "--clients", defaultValue = "4", description = "Concurrent clients (default ${DEFAULT-VALUE}).")
+    int clients;
+
+    @Option(names = "--min-prompt", defaultValue = "16", description = "Shortest prompt in bytes = tokens (default ${DEFAULT-VALUE}).")
+    int minPrompt;
+
+    @Option(names = "--max-prompt", defaultValue = "256", description = "Longest prompt in bytes = tokens (default ${DEFAULT-VALUE}).")
+    int maxPrompt;
+
+    @Option(names = "--start-timeout-s", defaultValue = "120",
+            description = "How long an engine process may take to answer /health, in s (default ${DEFAULT-VALUE}).")
+    int startTimeoutSeconds;
+
+    /** Entry point for running the demo without kvctl. */
+    public static void main(String[] args) {
+        System.exit(new CommandLine(new DemoCommand()).execute(args));
+    }
+
+    @Override
+    public Integer call() throws Exception {
+        if (prefill < 1 || decode < 1 || requests < 1 || clients < 1 || maxTokens < 1 || minPrompt < 16
+                || maxPrompt < minPrompt) {
+            throw new CommandLine.ParameterException(new CommandLine(this), "need --prefill, --decode, --requests, "
+                    + "--clients, --max-tokens >= 1 and 16 <= --min-prompt <= --max-prompt");
+        }
+        ProxyFlow secondFlow = switch (flow.toLowerCase(Locale.ROOT)) {
+            case "v1" -> ProxyFlow.V1;
+            case "concurrent" -> ProxyFlow.CONCURRENT;
+            default -> throw new CommandLine.ParameterException(new CommandLine(this),
+                    "--flow must be v1 or concurrent, not " + flow + " (v0 has no kv_transfer_params to share)");
+        };
+        String storeUri = store;
+        Path shmFile = null;
+        if (storeUri == null) {
+            String name = "kvc-demo-" + ProcessHandle.current().pid();
+            storeUri = "shm:/" + name + "?capacity=1GiB";
+            shmFile = Path.of("/dev/shm", name);
+        }
+        Files.createDirectories(out);
+        PrintStream err = System.err;
+        Cleanup cleanup = new Cleanup(shmFile);
+        Thread hook = new Thread(cleanup::close, "kvctl-demo-cleanup");
+        Runtime.getRuntime().addShutdownHook(hook);
+        try {
+            List<String> prompts = Workload.prompts(requests, minPrompt, maxPrompt, 42);
+            err.println("kvctl demo: " + prefill + "P" + decode + "D, " + requests + " requests, "
+                    + (tiny ? "tiny" : "8-layer") + " model, store " + StoreUri.parse(storeUri).masked());
+            DemoReport.Run reference = referenceRun(prompts, cleanup, err);
+            List<DemoReport.Run> runs = new ArrayList<>();
+            runs.add(xpydRun("xpyd", ProxyFlow.V1, false, prompts, storeUri, cleanup, err));
+            runs.add(xpydRun("xpyd-layerwise", secondFlow, true, prompts, storeUri, cleanup, err));
+            ObjectNode config = JSON.createObjectNode().put("prefill", prefill).put("decode", decode)
+                    .put("requests", requests).put("max_tokens", maxTokens).put("clients", clients)
+                    .put("min_prompt_tokens", minPrompt).put("max_prompt_tokens", maxPrompt)
+                    .put("model", tiny ? "tiny" : "small").put("store", StoreUri.parse(storeUri).masked())
+                    .put("layer_wise_flow", secondFlow.name().toLowerCase(Locale.ROOT));
+            DemoReport report = new DemoReport(config, reference, runs);
+            Files.writeString(out.resolve("demo.json"),
+                    JSON.writerWithDefaultPrettyPrinter().writeValueAsString(report.json()), StandardCharsets.UTF_8);
+            Files.writeString(out.resolve("demo.html"), report.html(), StandardCharsets.UTF_8);
+            System.out.print(report.text());
+            System.out.println("report: " + out.resolve("demo.json") + ", " + out.resolve("demo.html"));
+            return report.tokensEqual() ? 0 : 1;
+        } finally {
+            cleanup.close();
+            try {
+                Runtime.getRuntime().removeShutdownHook(hook);
+            } catch (IllegalStateException shuttingDown) {
+                // The hook is running or has run; cleanup is idempotent.
+            }
+        }
+    }
+
+    private DemoReport.Run referenceRun(List<String> prompts, Cleanup cleanup, PrintStream err) throws Exception {
+        EngineCommand cmd = new EngineCommand();
+        List<String> args = new ArrayList<>(List.of("--host", "127.0.0.1", "--port", "0", "--role", "none",
+                "--model-name", MODEL));
+        if (tiny) {
+            args.add("--tiny");
+        }
+        new CommandLine(cmd).parseArgs(args.toArray(String[]::new));
+        try (EngineCommand.Running single = cmd.start()) {
+            cleanup.reference = single;
+            long t0 = System.nanoTime();
+            List<LoadRunner.Result> results = LoadRunner.run("reference (1 engine)", single.server().baseUri(), MODEL,
+                    prompts, maxTokens, clients, err);
+            return new DemoReport.Run("single", "none", false, (System.nanoTime() - t0) / 1e6, results, List.of());
+        } finally {
+            cleanup.reference = null;
+        }
+    }
+
+    private DemoReport.Run xpydRun(String name, ProxyFlow proxyFlow, boolean layerWise, List<String> prompts,
+            String storeUri, Cleanup cleanup, PrintStream err) throws Exception {
+        err.println("starting " + prefill + " prefill and " + decode + " decode engines" + (layerWise ? " (layer-wise)" : ""));
+        try (EngineFleet fleet = EngineFleet.start(prefill, decode, storeUri, tiny, layerWise, out.resolve("logs"),
+                Duration.ofSeconds(startTimeoutSeconds))) {
+            cleanup.fleet = fleet;
+            ProxyConfig.Builder pc = ProxyConfig.builder(MODEL).bindHost("127.0.0.1").port(0).flow(proxyFlow)
+                    // Engines busy computing on a small machine answer /health late; that is not a failure.
+                    .healthTimeout(Duration.ofSeconds(10));
+            fleet.uris("prefill").forEach(u -> pc.prefill(u.getHost() + ":" + u.getPort()));
+            fleet.uris("decode").forEach(u -> pc.decode(u.getHost() + ":" + u.getPort()));
+            List<ObjectNode> metrics = new ArrayList<>();
+            long t0;
+            List<LoadRunner.Result> results;
+            try (XpydProxy proxy = new XpydProxy(pc.build()).start()) {
+                cleanup.proxy = proxy;
+                t0 = System.nanoTime();
+                results = LoadRunner.run(name + " (" + proxyFlow.name().toLowerCase(Locale.ROOT) + ")", proxy.uri(),
+                        MODEL, prompts, maxTokens, clients, err);
+            } finally {
+                cleanup.proxy = null;
+            }
+            double wall = (System.nanoTime() - t0) / 1e6;
+            try (HttpClient http = HttpClient.newHttpClient()) {
+                for (EngineFleet.Member m : fleet.members()) {
+                    metrics.add(kvMetrics(http, m));
+                }
+            }
+            return new DemoReport.Run(name, proxyFlow.name().toLowerCase(Locale.ROOT), layerWise, wall, results, metrics);
+        } finally {
+            cleanup.fleet = null;
+        }
+    }
+
+    private static ObjectNode kvMetrics(HttpClient http, EngineFleet.Member m) throws IOException, InterruptedException {
+        URI uri = m.uri().resolve("/kv/metrics");
+        HttpResponse<String> r = http.send(HttpRequest.newBuilder(uri).timeout(Duration.ofSeconds(10)).GET().build(),
+                HttpResponse.BodyHandlers.ofString());
+        if (r.statusCode() != 200) {
+            throw new IOException("GET " + uri + " answered " + r.statusCode() + ": " + r.body());
+        }
+        JsonNode node = JSON.readTree(r.body());
+        return ((ObjectNode) node).put("name", m.name()).put("uri", m.uri().toString());
+    }
+
+    /**
+     * Whatever is running now, closed once: on the normal path, on failure, and from the shutdown hook on Ctrl-C.
+     * Fields are volatile because the hook runs on its own thread.
+     */
+    private static final class Cleanup {
+        private final Path shmFile;
+        volatile EngineFleet fleet;
+        volatile XpydProxy proxy;
+        volatile EngineCommand.Running reference;
+        private boolean closed;
+
+        Cleanup(Path shmFile) {
+            this.shmFile = shmFile;
+        }
+
+        synchronized void close() {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            XpydProxy p = proxy;
+            if (p != null) {
+                p.close();
+            }
+            EngineFleet f = fleet;
+            if (f != null) {
+                f.close();
+            }
+            EngineCommand.Running r = reference;
+            if (r != null) {
+                r.close();
+            }
+            if (shmFile != null) {
+                try {
+                    Files.deleteIfExists(shmFile);
+                } catch (IOException e) {
+                    System.err.println("kvctl demo: cannot remove the store file " + shmFile + ": " + e.getMessage());
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,154 @@
+package dev.kvconnector.demo.launcher;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.Stream;
+
+/**
+ * Sends every prompt as a streamed {@code POST /v1/completions} from a few concurrent clients and times each
+ * answer from the client's side: time to first token (the first SSE chunk) and total time, in ms.
+ */
+final class LoadRunner {
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    /**
+     * One request's outcome; times in ms from the start of the run.
+     *
+     * @param index the prompt's index
+     * @param promptBytes prompt length in bytes (= tokens)
+     * @param startMs when it was sent
+     * @param firstTokenMs when the first chunk arrived (-1 if none)
+     * @param endMs when the answer ended
+     * @param text the generated text
+     * @param tokenIds the generated token ids, from the last chunk's {@code token_ids} (empty if absent)
+     * @param error null, or why the request failed
+     */
+    record Result(int index, int promptBytes, double startMs, double firstTokenMs, double endMs, String text,
+            List<Integer> tokenIds, String error) {
+        double ttftMs() {
+            return firstTokenMs - startMs;
+        }
+    }
+
+    private LoadRunner() {
+    }
+
+    /**
+     * Runs all prompts against {@code base} and returns the results in prompt order.
+     *
+     * @param label shown with the progress bar
+     * @param progress where the progress bar goes (stderr), or null for none
+     */
+    static List<Result> run(String label, URI base, String model, List<String> prompts, int maxTokens, int clients,
+            PrintStream progress) throws InterruptedException {
+        URI endpoint = base.resolve("/v1/completions");
+        long t0 = System.nanoTime();
+        AtomicInteger done = new AtomicInteger();
+        Result[] results = new Result[prompts.size()];
+        try (HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5))
+                     .version(HttpClient.Version.HTTP_1_1).build();
+             ExecutorService pool = Executors.newFixedThreadPool(clients)) {
+            AtomicInteger next = new AtomicInteger();
+            List<Future<?>> workers = new ArrayList<>();
+            for (int c = 0; c < clients; c++) {
+                workers.add(pool.submit(() -> {
+                    for (int i = next.getAndIncrement(); i < prompts.size(); i = next.getAndIncrement()) {
+                        results[i] = one(http, endpoint, model, i, prompts.get(i), maxTokens, t0);
+                        bar(progress, label, done.incrementAndGet(), prompts.size());
+                    }
+                }));
+            }
+            for (Future<?> w : workers) {
+                try {
+                    w.get();
+                } catch (ExecutionException e) {
+                    throw new IllegalStateException("a client thread failed", e.getCause());
+                }
+            }
+        }
+        if (progress != null) {
+            progress.println();
+        }
+        return List.of(results);
+    }
+
+    private static Result one(HttpClient http, URI endpoint, String model, int index, String prompt, int maxTokens,
+            long t0) {
+        ObjectNode body = JSON.createObjectNode().put("model", model).put("prompt", prompt)
+                .put("max_tokens", maxTokens).put("stream", true);
+        HttpRequest req = HttpRequest.newBuilder(endpoint).timeout(Duration.ofMinutes(5))
+                .header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(body.toString())).build();
+        double start = ms(t0);
+        double first = -1;
+        StringBuilder text = new StringBuilder();
+        List<Integer> ids = new ArrayList<>();
+        try {
+            HttpResponse<Stream<String>> r = http.send(req, HttpResponse.BodyHandlers.ofLines());
+            if (r.statusCode() != 200) {
+                String detail = String.join(" ", r.body().toList());
+                return new Result(index, prompt.length(), start, first, ms(t0), "", ids, "HTTP " + r.statusCode() + ": " + detail);
+            }
+            boolean finished = false;
+            for (Iterator<String> it = r.body().iterator(); it.hasNext(); ) {
+                String line = it.next();
+                if (!line.startsWith("data: ")) {
+                    continue;
+                }
+                if (first < 0) {
+                    first = ms(t0);
+                }
+                String data = line.substring(6);
+                if (data.equals("[DONE]")) {
+                    finished = true;
+                    break;
+                }
+                JsonNode chunk = JSON.readTree(data);
+                if (chunk.has("error")) {
+                    return new Result(index, prompt.length(), start, first, ms(t0), text.toString(), ids,
+                            "stream error: " + chunk.get("error"));
+                }
+                JsonNode choice = chunk.path("choices").path(0);
+                text.append(choice.path("text").asText(""));
+                choice.path("token_ids").forEach(t -> ids.add(t.asInt()));
+            }
+            return new Result(index, prompt.length(), start, first, ms(t0), text.toString(), ids,
+                    finished ? null : "the stream ended without [DONE]");
+        } catch (IOException e) {
+            return new Result(index, prompt.length(), start, first, ms(t0), text.toString(), ids, e.toString());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return new Result(index, prompt.length(), start, first, ms(t0), text.toString(), ids, "interrupted");
+        }
+    }
+
+    private static double ms(long t0) {
+        return (System.nanoTime() - t0) / 1e6;
+    }
+
+    private static synchronized void bar(PrintStream out, String label, int done, int total) {
+        if (out == null) {
+            return;
+        }
+        int width = 30;
+        int filled = done * width / total;
+        out.print("\r" + label + " [" + "#".repeat(filled) + " ".repeat(width - filled) + "] " + done + "/" + total);
+        out.flush();
+    }
+}
