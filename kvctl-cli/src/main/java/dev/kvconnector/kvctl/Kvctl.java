@@ -1,5 +1,7 @@
 package dev.kvconnector.kvctl;
 
+import dev.kvconnector.demo.EngineCommand;
+import dev.kvconnector.demo.launcher.DemoCommand;
 import dev.kvconnector.error.KVException;
 import dev.kvconnector.lmcache.LmServerCommand;
 import dev.kvconnector.proxy.ProxyCommand;
@@ -15,7 +17,8 @@ import picocli.CommandLine.Command;
 @Command(name = "kvctl", mixinStandardHelpOptions = true, version = "kvctl 0.1.0",
         description = "Inspect and exercise kvconnector stores.",
         subcommands = {KeyCommand.class, PutCommand.class, GetCommand.class, ExistsCommand.class, RmCommand.class,
-                DoctorCommand.class, BenchCommand.class, ProxyCommand.class, LmServerCommand.class})
+                DoctorCommand.class, BenchCommand.class, DemoCommand.class, EngineCommand.class, ProxyCommand.class,
+                LmServerCommand.class})
 public final class Kvctl {
     /** Exit code of a miss. */
     public static final int EXIT_MISS = 3;
