@@ -65,7 +65,7 @@ public final class DemoCommand implements Callable<Integer> {
     @Option(names = "--tiny", description = "The 2-layer test model instead of the 8-layer default.")
     boolean tiny;
 
-    @Option(names = "--max-tokens", defaultValue = "16", description = "Tokens generated per request (default ${DEFAULT-VALUE}).")
+    @Option(names = "--max-tokens", defaultValue = "12", description = "Tokens generated per request (default ${DEFAULT-VALUE}).")
     int maxTokens;
 
     @Option(names = "--clients", defaultValue = "4", description = "Concurrent clients (default ${DEFAULT-VALUE}).")
@@ -74,7 +74,7 @@ public final class DemoCommand implements Callable<Integer> {
     @Option(names = "--min-prompt", defaultValue = "16", description = "Shortest prompt in bytes = tokens (default ${DEFAULT-VALUE}).")
     int minPrompt;
 
-    @Option(names = "--max-prompt", defaultValue = "256", description = "Longest prompt in bytes = tokens (default ${DEFAULT-VALUE}).")
+    @Option(names = "--max-prompt", defaultValue = "160", description = "Longest prompt in bytes = tokens (default ${DEFAULT-VALUE}).")
     int maxPrompt;
 
     @Option(names = "--start-timeout-s", defaultValue = "120",
