@@ -57,8 +57,19 @@ public final class XpydProxy implements AutoCloseable {
 
     static {
         // Read once when the JDK server's config class loads: must precede the first HttpServer in the JVM.
-        if (System.getProperty("sun.net.httpserver.nodelay") == null) {
-            System.setProperty("sun.net.httpserver.nodelay", "true");
+        setIfUnset("sun.net.httpserver.nodelay", "true");
+        // The JDK server closes idle keep-alive connections beyond 200; a client about to reuse one then gets a
+        // connection that answers nothing. A proxy in front of hundreds of clients keeps more.
+        setIfUnset("sun.net.httpserver.maxIdleConnections", "4096");
+        // vLLM's server (uvicorn) drops idle keep-alive connections after 5 s, the JDK client would reuse them for
+        // 30 s: a request sent on a connection the instance just closed fails with no byte received. Stop reusing
+        // upstream connections before the instance drops them. Read once, when the first HttpClient is built.
+        setIfUnset("jdk.httpclient.keepalive.timeout", "4");
+    }
+
+    private static void setIfUnset(String property, String value) {
+        if (System.getProperty(property) == null) {
+            System.setProperty(property, value);
         }
     }
 
