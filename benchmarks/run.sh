@@ -37,16 +37,17 @@ if [ ! -f "$JAR" ]; then
   (cd "$ROOT" && ./mvnw -q -B install -DskipTests) >&2
 fi
 
+# MooncakeBindingBenchmark measures one call, not a layer: benchmarks/mooncake-call-cost.sh runs it beside C.
 case "$MODE" in
   quick)
     # Every backend at Llama-3-8B 1024 tokens; the layer-level backends (not the connector, not the echo) also at
     # Llama-3-8B 4096 tokens and at 1024 tokens of the two other presets. 'full' has every combination.
-    SETS=("-p model=llama3-8b -p tokens=1024"
-          "-p model=llama3-8b -p tokens=4096 -e ConnectorBenchmark -e SocketBaseline.echo"
-          "-p model=qwen2.5-0.5b,deepseek-v3-mla -p tokens=1024 -e ConnectorBenchmark -e SocketBaseline.echo")
+    SETS=("-p model=llama3-8b -p tokens=1024 -e MooncakeBindingBenchmark"
+          "-p model=llama3-8b -p tokens=4096 -e ConnectorBenchmark -e SocketBaseline.echo -e MooncakeBindingBenchmark"
+          "-p model=qwen2.5-0.5b,deepseek-v3-mla -p tokens=1024 -e ConnectorBenchmark -e SocketBaseline.echo -e MooncakeBindingBenchmark")
     TIMING=(-f 1 -wi 2 -w 400ms -i 3 -r 400ms) ;;
   full)
-    SETS=("")
+    SETS=("-e MooncakeBindingBenchmark")
     TIMING=(-f 2 -wi 3 -w 1s -i 5 -r 1s) ;;
   *)
     echo "usage: benchmarks/run.sh [quick|full] [extra JMH args]" >&2

@@ -25,8 +25,25 @@ public final class StoreCatalog {
 
     /** Prints the list. */
     public static void main(String[] args) {
-        System.out.println(String.join(",", stores(KVStores.providers().keySet(),
-                RedisServerFixture.findServer() != null, System.getenv("KVC_BENCH_STORES"))));
+        List<String> out = new ArrayList<>(stores(KVStores.providers().keySet(),
+                RedisServerFixture.findServer() != null, System.getenv("KVC_BENCH_STORES")));
+        java.nio.file.Path dbl = java.nio.file.Path.of(MOONCAKE_DOUBLE).toAbsolutePath();
+        if (KVStores.providers().containsKey("mooncake") && java.nio.file.Files.exists(dbl)) {
+            out.add(mooncakeDouble(dbl.toString()));
+        }
+        System.out.println(String.join(",", out));
+    }
+
+    /** Where the build leaves the Mooncake store test double, relative to the repository root. */
+    static final String MOONCAKE_DOUBLE = "native/target/lib/libmooncake_store_double.so";
+
+    /**
+     * The {@code mooncake://} URI of the native test double at {@code library}: the binding and the store's zero-copy
+     * path are real, the store behind them is the in-process double (named so in the report by its library).
+     */
+    static String mooncakeDouble(String library) {
+        return "mooncake://127.0.0.1:50779?metadata=P2PHANDSHAKE&local_hostname=127.0.0.1&segment=1GiB&buffer=64MiB"
+                + "&library=" + library;
     }
 
     /** The templates for these provider schemes, server availability and extra URIs. */

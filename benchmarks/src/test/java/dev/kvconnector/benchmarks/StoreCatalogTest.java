@@ -77,4 +77,13 @@ class StoreCatalogTest {
             return new String(in.readNBytes(7), StandardCharsets.US_ASCII);
         }
     }
+
+    @Test
+    void mooncakeDoubleUriNamesTheLibraryAndParses() {
+        String uri = StoreCatalog.mooncakeDouble("/x/libmooncake_store_double.so");
+        var parsed = dev.kvconnector.store.StoreUri.parse(uri);
+        assertEquals("mooncake", parsed.scheme());
+        assertEquals("/x/libmooncake_store_double.so", parsed.param("library"));
+        assertEquals("P2PHANDSHAKE", parsed.param("metadata"));
+    }
 }

@@ -54,6 +54,9 @@ public final class LatencyTable {
     public static List<Row> build(List<BenchResult> results) {
         Map<String, List<BenchResult>> byShape = new LinkedHashMap<>();
         for (BenchResult r : results) {
+            if ("?".equals(r.param("model", "?"))) {
+                continue; // not a per-layer benchmark (for example the binding's per-call cost)
+            }
             byShape.computeIfAbsent(r.param("model", "?") + "@" + r.param("tokens", "0"), k -> new ArrayList<>()).add(r);
         }
         List<Row> rows = new ArrayList<>();
