@@ -4,13 +4,9 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-jdk=""
-for c in "${JAVA_HOME:-}" /usr/lib/jvm/*25*; do
-  [ -n "$c" ] && [ -x "$c/bin/java" ] || continue
-  v=$("$c/bin/java" -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p')
-  if [ "$v" = "25" ]; then jdk="$c"; break; fi
-done
-[ -n "$jdk" ] || { echo "mooncake-call-cost: no JDK 25 under JAVA_HOME or /usr/lib/jvm" >&2; exit 1; }
+# shellcheck source=../scripts/find-jdk25.sh
+. scripts/find-jdk25.sh
+jdk="$(find_jdk25)" || { echo "mooncake-call-cost: no JDK 25 under JAVA_HOME or /usr/lib/jvm" >&2; exit 1; }
 [ -x native/target/lib/mooncake_call_cost ] && [ -f benchmarks/target/benchmarks.jar ] || {
   echo "mooncake-call-cost: build first: ./mvnw -q install -DskipTests (needs cmake and gcc)" >&2; exit 1; }
 

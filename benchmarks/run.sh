@@ -14,18 +14,10 @@ RESULTS="$ROOT/benchmarks/results"
 MODE="${1:-quick}"
 shift || true
 
-java_major() { "$1/bin/java" -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p'; }
+# shellcheck source=../scripts/find-jdk25.sh
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/scripts/find-jdk25.sh"
 
-find_jdk() {
-  local c
-  for c in "${JAVA_HOME:-}" /usr/lib/jvm/*25* /usr/lib/jvm/*; do
-    [ -n "$c" ] && [ -x "$c/bin/java" ] && [ -x "$c/bin/javac" ] || continue
-    if [ "$(java_major "$c")" = "25" ]; then echo "$c"; return 0; fi
-  done
-  return 1
-}
-
-if ! JDK="$(find_jdk)"; then
+if ! JDK="$(find_jdk25)"; then
   echo "run.sh: no JDK 25 found. Looked at JAVA_HOME (${JAVA_HOME:-unset}) and /usr/lib/jvm/*." >&2
   exit 1
 fi
