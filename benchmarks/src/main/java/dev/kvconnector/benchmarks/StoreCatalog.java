@@ -39,13 +39,12 @@ public final class StoreCatalog {
 
     /**
      * The {@code mooncake://} URI of the native test double at {@code library}: the binding and the store's zero-copy
-     * path are real, the store behind them is the in-process double (named so in the report by its library). With
-     * {@code lease-policy=force}: the connector's consume-mode remove would otherwise wait out the lease its own get
-     * took (10 s), which measures the lease, not the transfer.
+     * path are real, the store behind them is the in-process double (named so in the report by its library). The
+     * defaults otherwise, as a user gets them.
      */
     static String mooncakeDouble(String library) {
         return "mooncake://127.0.0.1:50779?metadata=P2PHANDSHAKE&local_hostname=127.0.0.1&segment=1GiB&buffer=64MiB"
-                + "&lease-policy=force&library=" + library;
+                + "&library=" + library;
     }
 
     /** The templates for these provider schemes, server availability and extra URIs. */

@@ -298,7 +298,7 @@ public final class DropSession implements AutoCloseable {
                 keys[k++] = geo.chunks[c].layerKeys()[l];
             }
         }
-        connector.removeOrKeep(keys, k, "drop-select");
+        connector.removeOrKeep(keys, k, "drop-select", true);
     }
 
     /**

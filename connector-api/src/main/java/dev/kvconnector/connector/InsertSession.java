@@ -311,7 +311,7 @@ public final class InsertSession implements AutoCloseable {
                 }
             }
         }
-        connector.removeOrKeep(keys, k, "abort");
+        connector.removeOrKeep(keys, k, "abort", false);
         connector.metricsRecorder().recordAbort();
     }
 

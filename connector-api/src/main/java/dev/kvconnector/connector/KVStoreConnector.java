@@ -203,9 +203,13 @@ public final class KVStoreConnector implements AutoCloseable {
      * Removes keys; a store whose protocol has no delete (an LMCache server) keeps them until it evicts them, which
      * is logged once rather than failing a read that already succeeded. Unmanifested objects stay invisible.
      */
-    void removeOrKeep(String[] keys, int count, String op) {
+    void removeOrKeep(String[] keys, int count, String op, boolean consumed) {
         try {
-            store.removeBatch(keys, count);
+            if (consumed) {
+                store.removeConsumed(keys, count);
+            } else {
+                store.removeBatch(keys, count);
+            }
         } catch (KVException e) {
             if (e.code() != ErrorCode.UNSUPPORTED) {
                 throw e;

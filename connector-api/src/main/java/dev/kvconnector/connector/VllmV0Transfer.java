@@ -121,7 +121,7 @@ public final class VllmV0Transfer implements AutoCloseable {
         DropResult r = load(k, tokens, target);
         metrics.recordResult(r);
         if (r.isHit() && mode == DropMode.CONSUME) {
-            store.removeBatch(new String[] {k.hiddenKey(), k.layerKeys()[0]}, 2);
+            store.removeConsumed(new String[] {k.hiddenKey(), k.layerKeys()[0]}, 2);
         }
         return r;
     }

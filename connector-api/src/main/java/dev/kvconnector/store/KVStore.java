@@ -72,6 +72,18 @@ public interface KVStore extends AutoCloseable {
         return n;
     }
 
+    /**
+     * Removes {@code count} objects that the caller has just read in full and will not read again (a consuming
+     * drop-select). Stores whose reads grant the reader a lease that blocks removal (Mooncake) override this to
+     * remove past the lease the caller's own read took, instead of waiting it out; the others remove as
+     * {@link #removeBatch} does.
+     *
+     * @return how many existed
+     */
+    default int removeConsumed(String[] keys, int count) {
+        return removeBatch(keys, count);
+    }
+
     /** Checks that the store is reachable and healthy, and describes what was checked. Throws when it is not. */
     default String healthCheck() {
         exists("kvconnector:health-probe");

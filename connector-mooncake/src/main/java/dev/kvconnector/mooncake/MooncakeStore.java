@@ -304,6 +304,35 @@ public final class MooncakeStore implements KVStore, RegisteredMemory {
         }
     }
 
+    /**
+     * Removes objects the caller has just read in full, with {@code force}: the caller's own {@code get_into} granted
+     * each a lease ({@code default_kv_lease_ttl}, 10 s by default) that would otherwise hold the remove, and so the
+     * consuming drop-select, for that long. A consuming reader is by contract the last reader of these objects; the
+     * {@code lease-policy=} option still governs every other remove.
+     */
+    @Override
+    public int removeConsumed(String[] keys, int count) {
+        Objects.checkFromIndexSize(0, count, keys.length);
+        for (int i = 0; i < count; i++) {
+            checkKey(keys[i], "removeConsumed");
+        }
+        enter("removeConsumed", null);
+        try {
+            int removed = 0;
+            for (int i = 0; i < count; i++) {
+                int rc = lib.remove(client, keys[i], true);
+                if (rc == 0) {
+                    removed++;
+                } else if (rc != RC_OBJECT_NOT_FOUND) {
+                    throw MooncakeStatus.toException(rc, uri, "removeConsumed", keys[i], masterContext(rc));
+                }
+            }
+            return removed;
+        } finally {
+            exit();
+        }
+    }
+
     @Override
     public void putBatch(String[] keys, MemorySegment[] values, int count, PutOptions options, boolean[] stored) {
         Objects.checkFromIndexSize(0, count, Math.min(Math.min(keys.length, values.length), stored.length));

@@ -264,6 +264,21 @@ class MooncakeStoreTest {
     }
 
     @Test
+    void removeConsumedRemovesWhatTheCallerJustReadPastItsOwnLease() {
+        assumeTrue(LEASE_MS >= 200, "needs a lease longer than lease-wait");
+        try (MooncakeStore impatient = target.open(storeMaster(), "&lease-wait=20ms")) {
+            String[] keys = {prefix + "c1", prefix + "c2", prefix + "never-written"};
+            for (int i = 0; i < 2; i++) {
+                assertTrue(impatient.put(keys[i], pattern(10, i), PutOptions.DEFAULT));
+                assertEquals(10, impatient.getInto(keys[i], arena.allocate(10)));
+            }
+            assertEquals(2, impatient.removeConsumed(keys, 3));
+            assertFalse(impatient.exists(keys[0]));
+            assertFalse(impatient.exists(keys[1]));
+        }
+    }
+
+    @Test
     void aLeaseThatOutlastsLeaseWaitIsBusyAndSaysWhatToDo() {
         assumeTrue(LEASE_MS >= 200, "needs a lease longer than lease-wait");
         try (MooncakeStore impatient = target.open(storeMaster(), "&lease-wait=20ms")) {
