@@ -20,6 +20,8 @@ import dev.kvconnector.lmcache.key.LmcacheV1Keys;
 import dev.kvconnector.lmcache.protocol.LmObjectMeta;
 import dev.kvconnector.lmcache.protocol.LmProtocolVersion;
 import dev.kvconnector.lmcache.protocol.LmReplyHeader;
+import dev.kvconnector.lmcache.store.LmMooncakeLayoutStore;
+import dev.kvconnector.lmcache.store.LmValkeyLayoutStore;
 import dev.kvconnector.memory.SegmentPool;
 import dev.kvconnector.paged.PagedKVCache;
 import dev.kvconnector.paged.TokenSlots;
@@ -535,7 +537,8 @@ public final class LmCacheConnector implements AutoCloseable {
          * Builds the connector.
          *
          * @throws KVException {@code INVALID_ARGUMENT} for a missing or {@code @}-holding model name, a format that
-         *                     does not fit the layout, or {@link DropMode#CONSUME} over {@code lm://}
+         *                     does not fit the layout or the store (2024 formats over the {@code lmcache+} v1
+         *                     layouts), or {@link DropMode#CONSUME} over {@code lm://}
          */
         public LmCacheConnector build() {
             if (modelId == null || modelId.isEmpty() || modelId.indexOf('@') >= 0) {
@@ -554,6 +557,12 @@ public final class LmCacheConnector implements AutoCloseable {
                 throw KVException.of(ErrorCode.INVALID_ARGUMENT, "DropMode.CONSUME needs remove, and the LMCache "
                         + "server protocol has none").store(store.uri()).hint("use DropMode.RETAIN over lm://")
                         .build();
+            }
+            if (f.memoryFormat() < 0 && (store instanceof LmValkeyLayoutStore || store instanceof LmMooncakeLayoutStore)) {
+                throw KVException.of(ErrorCode.INVALID_ARGUMENT, "format " + f + " writes 2024 chunks without "
+                        + "RemoteMetadata, and " + store.uri() + " holds LMCache v1 chunk objects")
+                        .store(store.uri()).hint("use V1_KV_2LTD (or V1_KV_MLA) over lmcache+ stores, or the plain "
+                                + "store URI for 2024 chunks").build();
             }
             if (!tags.isEmpty() && f.memoryFormat() < 0) {
                 throw KVException.of(ErrorCode.INVALID_ARGUMENT, "2024 keys (format " + f + ") have no tags").build();

@@ -300,7 +300,7 @@ class LmCacheConnectorTest {
              PagedEngine a = PagedEngine.filled(MHA, 8, 18)) {
             KVException e = assertThrows(KVException.class, () -> lm.insert(p, a.cache, a.blocks));
             assertEquals(ErrorCode.STORE_FULL, e.code());
-            assertEquals(lm.keys(p).getFirst().key(), e.key());
+            assertEquals(KVException.shortenKey(lm.keys(p).getFirst().key()), KVException.shortenKey(e.key()));
             assertTrue(e.getMessage().contains("127.0.0.1:" + server.boundPort()), e.getMessage());
             assertEquals(0, lm.lookup(p));
             assertEquals(GetResult.MISS, store.getInto(lm.keys(p).getFirst().key(), MemorySegment.NULL));

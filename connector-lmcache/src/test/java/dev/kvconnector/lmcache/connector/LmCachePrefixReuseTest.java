@@ -2,13 +2,17 @@ package dev.kvconnector.lmcache.connector;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.kvconnector.connector.DropResult;
 import dev.kvconnector.connector.MissReason;
+import dev.kvconnector.error.ErrorCode;
+import dev.kvconnector.error.KVException;
 import dev.kvconnector.key.RequestTokens;
 import dev.kvconnector.layout.AttentionKind;
 import dev.kvconnector.layout.KVLayout;
+import dev.kvconnector.lmcache.format.LmChunkFormat;
 import dev.kvconnector.lmcache.store.MooncakeDouble;
 import dev.kvconnector.store.KVStore;
 import dev.kvconnector.store.KVStores;
@@ -87,6 +91,16 @@ class LmCachePrefixReuseTest {
     void overValkeyLegacyLayoutToo() {
         try (RedisServerProcess redis = RedisServerProcess.start()) {
             prefixReuse("lmcache+valkey://" + redis.hostPort() + "?layout=valkey-legacy", 64);
+        }
+    }
+
+    @Test
+    void the2024FormatsAreRefusedOverTheV1Layouts() {
+        try (KVStore store = KVStores.open(MooncakeDouble.uri("lmcache+mooncake", MooncakeDouble.freshMaster()))) {
+            KVException e = assertThrows(KVException.class, () -> LmCacheConnector.builder(store, LAYOUT)
+                    .modelId("m").format(LmChunkFormat.V0_VLLM).build());
+            assertEquals(ErrorCode.INVALID_ARGUMENT, e.code());
+            assertTrue(e.getMessage().contains("RemoteMetadata"), e.getMessage());
         }
     }
 
