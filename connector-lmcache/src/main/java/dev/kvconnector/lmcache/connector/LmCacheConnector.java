@@ -356,7 +356,6 @@ public final class LmCacheConnector implements AutoCloseable {
     /** A chunk's read result: a null reason when it was loaded. */
     private record Outcome(MissReason reason, String detail) {
         static final Outcome LOADED = new Outcome(null, null);
-        static final Outcome ABSENT = new Outcome(MissReason.ABSENT, "absent");
     }
 
     private Outcome loadChunk(ChunkKey c, PagedKVCache cache, TokenSlots slots) {
@@ -392,7 +391,8 @@ public final class LmCacheConnector implements AutoCloseable {
             throw e;
         }
         if (GetResult.isMiss(r)) {
-            return Outcome.ABSENT;
+            return new Outcome(MissReason.ABSENT, "no chunk under key " + c.key() + " (tokens [" + c.startToken()
+                    + ", " + c.endToken() + "))");
         }
         long found = GetResult.isTooSmall(r) ? GetResult.requiredSize(r) : r;
         if (found != object.byteSize()) {

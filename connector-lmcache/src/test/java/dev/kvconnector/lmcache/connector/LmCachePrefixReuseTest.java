@@ -67,6 +67,7 @@ class LmCachePrefixReuseTest {
             DropResult r = b.dropSelect(q, engineB.cache, engineB.blocks);
             if (expected == 0) {
                 assertEquals(MissReason.ABSENT, r.reason());
+                assertTrue(r.detail().contains(b.keys(q).getFirst().key()), r.detail());
             } else {
                 assertEquals(expected, r.matchedTokens(), r.toString());
                 assertFalse(r.isComplete());
