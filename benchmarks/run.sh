@@ -5,7 +5,8 @@
 #   benchmarks/run.sh full  [extra JMH args]   # every model x tokens, 2 forks (about 40 minutes on 2 vCPUs)
 #
 # Extra arguments go to each JMH invocation, e.g. a benchmark regex ('StoreLayer|Memcpy') or -p store=memory:.
-# Stores: memory: always; shm: and valkey:// (against a fresh redis-server) once their providers are in the jar;
+# Stores: memory: always; shm:, valkey:// (against a fresh redis-server) and lm:// (against the in-process Java
+# LMCache server) once their providers are in the jar;
 # add servers you run yourself with KVC_BENCH_STORES="lm://127.0.0.1:65432,mooncake://127.0.0.1:50051".
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -34,12 +35,17 @@ case "$MODE" in
   quick)
     # Every backend at Llama-3-8B 1024 tokens; the layer-level backends (not the connector, not the echo) also at
     # Llama-3-8B 4096 tokens and at 1024 tokens of the two other presets. 'full' has every combination.
-    SETS=("-p model=llama3-8b -p tokens=1024 -e MooncakeBindingBenchmark"
-          "-p model=llama3-8b -p tokens=4096 -e ConnectorBenchmark -e SocketBaseline.echo -e MooncakeBindingBenchmark"
-          "-p model=qwen2.5-0.5b,deepseek-v3-mla -p tokens=1024 -e ConnectorBenchmark -e SocketBaseline.echo -e MooncakeBindingBenchmark")
+    # lm:// (per layer, and LmChunkBenchmark's per chunk) runs at Llama-3-8B 1024 tokens only, which keeps its
+    # cost to about 40 s. SET_STORES says which store list each set gets: "all", or "removable" (all but lm://).
+    SETS=("-p model=llama3-8b -p tokens=1024 -e MooncakeBindingBenchmark -e ConnectorBenchmark"
+          "ConnectorBenchmark -p model=llama3-8b -p tokens=1024"
+          "-p model=llama3-8b -p tokens=4096 -e ConnectorBenchmark -e SocketBaseline.echo -e MooncakeBindingBenchmark -e LmChunkBenchmark"
+          "-p model=qwen2.5-0.5b,deepseek-v3-mla -p tokens=1024 -e ConnectorBenchmark -e SocketBaseline.echo -e MooncakeBindingBenchmark -e LmChunkBenchmark")
+    SET_STORES=(all removable removable removable)
     TIMING=(-f 1 -wi 2 -w 400ms -i 3 -r 400ms) ;;
   full)
-    SETS=("-e MooncakeBindingBenchmark")
+    SETS=("-e MooncakeBindingBenchmark -e ConnectorBenchmark" "ConnectorBenchmark")
+    SET_STORES=(all removable)
     TIMING=(-f 2 -wi 3 -w 1s -i 5 -r 1s) ;;
   *)
     echo "usage: benchmarks/run.sh [quick|full] [extra JMH args]" >&2
@@ -47,6 +53,8 @@ case "$MODE" in
 esac
 
 STORES="$("$JAVA" -cp "$JAR" dev.kvconnector.benchmarks.StoreCatalog)"
+# ConnectorBenchmark consumes what it reads, so it runs over the stores that can remove: not lm://.
+REMOVABLE_STORES="$("$JAVA" -cp "$JAR" dev.kvconnector.benchmarks.StoreCatalog --removable)"
 mkdir -p "$RESULTS"
 PARTS="$(mktemp -d)"
 trap 'rm -rf "$PARTS"' EXIT
@@ -56,9 +64,11 @@ echo "run.sh: $MODE run, stores: $STORES, load average: $LOAD_BEFORE, $(nproc) C
 i=0
 FILES=()
 for set in "${SETS[@]}"; do
+  set_stores="$STORES"
+  if [ "${SET_STORES[$i]}" = removable ]; then set_stores="$REMOVABLE_STORES"; fi
   i=$((i + 1))
   # shellcheck disable=SC2086 # each set is a list of JMH arguments
-  "$JAVA" --enable-native-access=ALL-UNNAMED -jar "$JAR" "${TIMING[@]}" $set -p "store=$STORES" \
+  "$JAVA" --enable-native-access=ALL-UNNAMED -jar "$JAR" "${TIMING[@]}" $set -p "store=$set_stores" \
     -prof gc -rf json -rff "$PARTS/part-$i.json" "$@"
   FILES+=("$PARTS/part-$i.json")
 done

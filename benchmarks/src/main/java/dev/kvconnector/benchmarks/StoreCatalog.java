@@ -19,11 +19,16 @@ public final class StoreCatalog {
     static final String SHM = "shm:/kvc-bench-{unique}?capacity=2GiB";
     /** Template for our Valkey client against a fresh local server. */
     static final String VALKEY = "valkey://{redis}";
+    /** Template for the {@code lm://} store against the Java LMCache server, in-process. */
+    static final String LM = "lm://{lmserver}";
 
     private StoreCatalog() {
     }
 
-    /** Prints the list. */
+    /**
+     * Prints the list. With {@code --removable}, only the stores that can remove an entry: the connector benchmark's
+     * workload consumes every request it reads, and the LMCache server protocol ({@code lm://}) has no delete.
+     */
     public static void main(String[] args) {
         List<String> out = new ArrayList<>(stores(KVStores.providers().keySet(),
                 RedisServerFixture.findServer() != null, System.getenv("KVC_BENCH_STORES")));
@@ -31,7 +36,13 @@ public final class StoreCatalog {
         if (KVStores.providers().containsKey("mooncake") && java.nio.file.Files.exists(dbl)) {
             out.add(mooncakeDouble(dbl.toString()));
         }
-        System.out.println(String.join(",", out));
+        boolean removable = args.length > 0 && args[0].equals("--removable");
+        System.out.println(String.join(",", removable ? removable(out) : out));
+    }
+
+    /** The stores of {@code all} that can remove entries: every one but {@code lm://}. */
+    static List<String> removable(List<String> all) {
+        return all.stream().filter(u -> !u.startsWith("lm:")).toList();
     }
 
     /** Where the build leaves the Mooncake store test double, relative to the repository root. */
@@ -56,6 +67,9 @@ public final class StoreCatalog {
         }
         if (schemes.contains("valkey") && redisServer) {
             out.add(VALKEY);
+        }
+        if (schemes.contains("lm")) {
+            out.add(LM);
         }
         if (extra != null) {
             for (String u : extra.split(",")) {

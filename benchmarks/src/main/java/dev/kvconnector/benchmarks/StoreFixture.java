@@ -15,6 +15,8 @@ import java.util.stream.Stream;
  * <ul>
  *   <li>{@code {redis}}: a fresh {@code redis-server} on a free 127.0.0.1 port ({@link RedisServerFixture}),
  *       so {@code valkey://{redis}} measures our Valkey client against the server Lettuce and Jedis use;</li>
+ *   <li>{@code {lmserver}}: the Java LMCache server on a free 127.0.0.1 port ({@link LmServerFixture}), so
+ *       {@code lm://{lmserver}} measures the {@code lm://} store against it;</li>
  *   <li>{@code {unique}}: a name no other trial uses, for stores named by path such as {@code shm:/kvc-bench-{unique}};
  *       files in {@code /dev/shm} whose name holds it are removed at close.</li>
  * </ul>
@@ -41,6 +43,11 @@ public interface StoreFixture extends AutoCloseable {
                 started.add(redis);
                 uri = uri.replace("{redis}", redis.hostPort());
             }
+            if (uri.contains("{lmserver}")) {
+                LmServerFixture lm = LmServerFixture.start();
+                started.add(lm);
+                uri = uri.replace("{lmserver}", lm.hostPort());
+            }
             if (uri.contains("{unique}")) {
                 String unique = ProcessHandle.current().pid() + "-" + System.nanoTime();
                 uri = uri.replace("{unique}", unique);
@@ -48,7 +55,7 @@ public interface StoreFixture extends AutoCloseable {
             }
             if (uri.contains("{") && uri.indexOf('}') > uri.indexOf('{')) {
                 throw new IllegalArgumentException("unknown placeholder in store URI template '" + template
-                        + "'; known: {redis}, {unique}");
+                        + "'; known: {redis}, {lmserver}, {unique}");
             }
         } catch (RuntimeException e) {
             closeAll(started);

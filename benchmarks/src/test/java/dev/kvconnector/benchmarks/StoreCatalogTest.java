@@ -24,6 +24,26 @@ class StoreCatalogTest {
     }
 
     @Test
+    void lmIsListedWithItsProviderAndLeftOutOfTheRemovableStores() {
+        List<String> all = StoreCatalog.stores(Set.of("memory", "lm"), false, "mooncake://m:1");
+        assertEquals(List.of(StoreCatalog.MEMORY, StoreCatalog.LM, "mooncake://m:1"), all);
+        assertEquals(List.of(StoreCatalog.MEMORY, "mooncake://m:1"), StoreCatalog.removable(all));
+    }
+
+    @Test
+    void lmserverPlaceholderStartsTheJavaLmcacheServerAndStopsItAtClose() throws IOException {
+        String hostPort;
+        try (StoreFixture f = StoreFixture.start(StoreCatalog.LM);
+             dev.kvconnector.store.KVStore lm = dev.kvconnector.store.KVStores.open(f.uri())) {
+            hostPort = f.uri().substring("lm://".length());
+            assertTrue(lm.healthCheck().contains("HEALTH"), lm.healthCheck());
+        }
+        int port = Integer.parseInt(hostPort.substring(hostPort.indexOf(':') + 1));
+        assertThrows(IOException.class, () -> new Socket(InetAddress.getLoopbackAddress(), port).close(),
+                "the server must be gone after close");
+    }
+
+    @Test
     void valkeyNeedsALocalServerBinary() {
         assertEquals(List.of(StoreCatalog.MEMORY), StoreCatalog.stores(Set.of("memory", "valkey"), false, null));
     }
@@ -53,8 +73,8 @@ class StoreCatalogTest {
     @Test
     void unknownPlaceholderIsRejected() {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> StoreFixture.start("lm://{lmserver}"));
-        assertTrue(e.getMessage().contains("{lmserver}"), e.getMessage());
+                () -> StoreFixture.start("lm://{nosuch}"));
+        assertTrue(e.getMessage().contains("{nosuch}"), e.getMessage());
     }
 
     @Test

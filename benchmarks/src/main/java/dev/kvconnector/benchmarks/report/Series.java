@@ -42,6 +42,7 @@ public record Series(String backend, String op, Domain domain, Direction directi
             case "JedisBaseline" -> new Series("jedis", m, Domain.NETWORK, direction(m), Role.PEER, false);
             case "StoreLayerBenchmark" -> ours(r, "store", m, false);
             case "ConnectorBenchmark" -> ours(r, "connector", m, true);
+            case "LmChunkBenchmark" -> ours(r, "chunks", m, true);
             default -> new Series(r.className(), m, Domain.OTHER, direction(m), Role.OURS, false);
         };
     }

@@ -60,6 +60,31 @@ public enum LmChunkFormat {
     }
 
     /**
+     * Whether each layer's K (or V, or latent) lies in the chunk as one contiguous {@code [T, H, D]} block, so that
+     * a paged cache can gather into and scatter from the chunk directly. False only for {@link #V0_HUGGINGFACE},
+     * which puts heads before tokens.
+     */
+    public boolean tokenMajor() {
+        return this != V0_HUGGINGFACE;
+    }
+
+    /**
+     * The byte offset in the chunk of the contiguous {@code [T, H, D]} block of one layer's tensor.
+     *
+     * @param tensor 0 for K (or the MLA latent), 1 for V
+     * @throws KVException {@code UNSUPPORTED} for {@link #V0_HUGGINGFACE}, whose tensors are not contiguous by token
+     */
+    public long blockOffset(LmChunkGeometry g, int layer, int tensor) {
+        return switch (this) {
+            case V0_VLLM -> (2L * layer + tensor) * g.tensorBytes();
+            case V1_KV_2LTD -> ((long) tensor * g.layers() + layer) * g.tensorBytes();
+            case V1_KV_MLA -> layer * g.tensorBytes();
+            case V0_HUGGINGFACE -> throw KVException.of(ErrorCode.UNSUPPORTED, "fmt huggingface keeps heads before "
+                    + "tokens: a layer's tensor is not one block; use pack/unpack").build();
+        };
+    }
+
+    /**
      * Packs tokens {@code [startToken, startToken + T)} of every layer's K and V into {@code chunk}.
      *
      * @param k          one K tensor per layer (for MLA, the latent tensor)
@@ -86,21 +111,17 @@ public enum LmChunkFormat {
         for (int l = 0; l < g.layers(); l++) {
             for (int kv = 0; kv < tensorsPerLayer; kv++) {
                 MemorySegment tensor = kv == 0 ? k[l] : v[l];
-                switch (this) {
-                    case V0_VLLM -> copy(toChunk, chunk, (2L * l + kv) * block, tensor, tensorStart, block);
-                    case V1_KV_2LTD -> copy(toChunk, chunk, ((long) kv * g.layers() + l) * block, tensor,
-                            tensorStart, block);
-                    case V1_KV_MLA -> copy(toChunk, chunk, l * block, tensor, tensorStart, block);
-                    case V0_HUGGINGFACE -> {
-                        long headRow = (long) g.headSize() * g.elementBytes();
-                        long base = (2L * l + kv) * block;
-                        for (int h = 0; h < g.heads(); h++) {
-                            for (int t = 0; t < g.tokens(); t++) {
-                                copy(toChunk, chunk, base + ((long) h * g.tokens() + t) * headRow, tensor,
-                                        tensorStart + t * row + h * headRow, headRow);
-                            }
+                if (this == V0_HUGGINGFACE) {
+                    long headRow = (long) g.headSize() * g.elementBytes();
+                    long base = (2L * l + kv) * block;
+                    for (int h = 0; h < g.heads(); h++) {
+                        for (int t = 0; t < g.tokens(); t++) {
+                            copy(toChunk, chunk, base + ((long) h * g.tokens() + t) * headRow, tensor,
+                                    tensorStart + t * row + h * headRow, headRow);
                         }
                     }
+                } else {
+                    copy(toChunk, chunk, blockOffset(g, l, kv), tensor, tensorStart, block);
                 }
             }
         }
