@@ -237,7 +237,7 @@ public final class LmCacheConnector implements AutoCloseable {
             for (int i = 0; i < loaded; i++) {
                 remove[i] = chunks.get(i).key();
             }
-            store.removeBatch(remove, loaded);
+            store.removeConsumed(remove, loaded);
         }
         return DropResult.hit(matched, requested);
     }

@@ -127,6 +127,11 @@ public final class LmMooncakeLayoutStore implements KVStore {
     }
 
     @Override
+    public int removeConsumed(String[] keys, int count) {
+        return inner.removeConsumed(keys, count);
+    }
+
+    @Override
     public String healthCheck() {
         return inner.healthCheck() + "; LMCache mooncakestore layout, " + framing.metadataBytes()
                 + "-byte metadata before the KV bytes";

@@ -51,4 +51,21 @@ class LmMooncakeLayoutStoreTest {
             assertTrue(corrupt.getMessage().contains("length=5000 but 1000"), corrupt.getMessage());
         }
     }
+
+    @Test
+    void aConsumingReaderRemovesWhatItReadPastItsOwnLease() {
+        String master = MooncakeDouble.freshMaster();
+        try (Arena arena = Arena.ofConfined();
+             KVStore lm = KVStores.open(MooncakeDouble.uri("lmcache+mooncake", master) + "&lease-wait=20ms")) {
+            MemorySegment obj = Segments.random(arena, 28 + 100, 2);
+            LmRemoteMetadata.of(100, 1, 1, 2, 1, 25, 1).encode(obj, 0);
+            String key = "m@1@0@def@bfloat16";
+            assertTrue(lm.put(key, obj, PutOptions.DEFAULT));
+            assertEquals(obj.byteSize(), lm.getInto(key, arena.allocate(obj.byteSize())));
+            KVException leased = assertThrows(KVException.class, () -> lm.remove(key));
+            assertEquals(ErrorCode.BUSY, leased.code(), "the read took a lease that a plain remove waits for");
+            assertEquals(1, lm.removeConsumed(new String[] {key}, 1));
+            assertFalse(lm.exists(key));
+        }
+    }
 }
