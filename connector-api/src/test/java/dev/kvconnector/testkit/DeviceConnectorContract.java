@@ -29,12 +29,19 @@ import dev.kvconnector.store.KVStore;
 import dev.kvconnector.store.StoreCapability;
 import dev.kvconnector.tensor.DType;
 import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SymbolLookup;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Random;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
@@ -62,6 +69,7 @@ public abstract class DeviceConnectorContract {
     /** Three chunks: 64, 64 and a partial 22. */
     private static final int TOKENS = 150;
     private static final AtomicInteger REQUESTS = new AtomicInteger();
+    private static final AtomicReference<MethodHandle> DOUBLE_COUNTER = new AtomicReference<>();
 
     private CudaContext context;
     private CudaDriver driver;
@@ -71,6 +79,13 @@ public abstract class DeviceConnectorContract {
 
     /** A fresh, empty store for one connector of a test; the contract closes it. */
     protected abstract KVStore openStore();
+
+    /**
+     * Checks a store right after a device insert into it committed, while its connector is still open; a layer's
+     * payload is {@code layerPayloadBytes}. For store-specific checks, such as device buffers being registered.
+     */
+    protected void afterDeviceInsert(KVStore store, long layerPayloadBytes) {
+    }
 
     @BeforeEach
     void openDevice() {
@@ -133,6 +148,7 @@ public abstract class DeviceConnectorContract {
                 }
                 insert.commit();
             }
+            afterDeviceInsert(deviceStore, layout.layerBytes(TOKENS));
             int objects = 0;
             for (ChunkKeys c : KeySchemes.byName(KeySchemes.DEFAULT).plan(devicePath.keyContext(), request).chunks()) {
                 objects += assertSameObject(arena, hostStore, deviceStore, c.manifestKey());
@@ -206,6 +222,46 @@ public abstract class DeviceConnectorContract {
         }
     }
 
+    /**
+     * A {@code DEVICE_MEMORY} store gets the device buffers themselves: no layer payload crosses to the host, only
+     * the 64-byte headers (and the slot mapping going up). Any other store gets every layer copied device-to-host on
+     * insert and host-to-device on drop-select. Counted by the CUDA driver test double, so this runs against it only.
+     */
+    @Test
+    void onlyAStoreWithoutDeviceMemoryGetsTheLayersThroughTheHost() {
+        Assumptions.assumeTrue(doubleCounter() != null, "counts copies with the CUDA driver test double's counter; "
+                + CudaDriver.LIBRARY_PROP + " does not name the double here");
+        RequestTokens request = request();
+        KVStore store = store();
+        boolean direct = store.capabilities().contains(StoreCapability.DEVICE_MEMORY);
+        long payload = MHA.numLayers() * MHA.layerBytes(TOKENS);
+        long headers = MHA.numLayers() * 3L * 64;
+        try (PagedKVCache source = filled(MHA, 23); PagedKVCache zeros = PagedKVCache.allocate(MHA, NUM_BLOCKS);
+             KVStoreConnector connector = connector(store, MHA, store, 2)) {
+            DevicePagedKVCache device = upload(source);
+            DevicePagedKVCache target = upload(zeros);
+            long[] before = {copied(0), copied(1)};
+            try (InsertSession insert = connector.beginInsert(request)) {
+                insert.putLayers(device, blockTable(MHA, 8));
+                insert.commit();
+            }
+            long[] insert = {copied(0) - before[0], copied(1) - before[1]};
+            before = new long[] {copied(0), copied(1)};
+            assertTrue(connector.dropSelect(request, DropTarget.device(target, blockTable(MHA, 9))).isComplete());
+            long[] drop = {copied(0) - before[0], copied(1) - before[1]};
+            long slotMapping = TOKENS * 8L;
+            if (direct) {
+                assertEquals(0, insert[1], "insert copied nothing device-to-host");
+                assertEquals(slotMapping + headers, insert[0], "insert copied the slot mapping and headers up");
+                assertEquals(slotMapping, drop[0], "drop-select copied only the slot mapping up");
+                assertEquals(headers, drop[1], "drop-select copied only the headers down, to check them");
+            } else {
+                assertTrue(insert[1] >= payload, "insert staged " + insert[1] + " bytes for a payload of " + payload);
+                assertTrue(drop[0] >= payload + slotMapping, "drop-select staged " + drop[0] + " bytes");
+            }
+        }
+    }
+
     @Test
     void aSlotOutsideTheDeviceCacheIsRefusedBeforeAnythingIsStored() {
         KVStore store = store();
@@ -244,6 +300,31 @@ public abstract class DeviceConnectorContract {
                 assertEquals(ErrorCode.INVALID_ARGUMENT, e.code());
                 assertTrue(e.getMessage().contains("cuda:1") && e.getMessage().contains("cuda:0"), e.getMessage());
             }
+        }
+    }
+
+    private static MethodHandle doubleCounter() {
+        String library = System.getProperty(CudaDriver.LIBRARY_PROP);
+        if (library == null || !library.contains("cuda_driver_double")) {
+            return null;
+        }
+        return DOUBLE_COUNTER.updateAndGet(h -> h != null ? h : bindCounter(library));
+    }
+
+    @SuppressWarnings("restricted")
+    private static MethodHandle bindCounter(String library) {
+        MemorySegment symbol = SymbolLookup.libraryLookup(Path.of(library), Arena.global())
+                .find("kvc_cuda_double_copied_bytes").orElseThrow();
+        return Linker.nativeLinker().downcallHandle(symbol,
+                FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT));
+    }
+
+    /** Bytes the double has copied host-to-device (0) or device-to-host (1) so far. */
+    private static long copied(int direction) {
+        try {
+            return (long) doubleCounter().invokeExact(direction);
+        } catch (Throwable t) {
+            throw new AssertionError(t);
         }
     }
 
