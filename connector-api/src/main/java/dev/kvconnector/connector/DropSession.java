@@ -52,6 +52,8 @@ public final class DropSession implements AutoCloseable {
     private DropResult result;
     private Throwable failure;
     private boolean done;
+    /** The device work of a {@link DropTarget#device} target while {@link #load()} runs, else null. */
+    private DeviceTransfer device;
 
     DropSession(KVStoreConnector connector, ChunkGeometry geo, DropTarget target, DropMode mode, boolean streaming,
                 long timeoutNanos, int requestedTokens) {
@@ -106,9 +108,6 @@ public final class DropSession implements AutoCloseable {
             device = null;
         }
     }
-
-    /** The device work of a {@link DropTarget#device} target while {@link #load()} runs, else null. */
-    private DeviceTransfer device;
 
     private DropResult loadLayers() {
         int chunks = geo.chunks.length;
