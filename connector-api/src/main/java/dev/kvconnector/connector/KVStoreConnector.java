@@ -399,7 +399,10 @@ public final class KVStoreConnector implements AutoCloseable {
             return this;
         }
 
-        /** The bound of the staging pool in bytes (default 1 GiB). */
+        /**
+         * The bound of the staging pool in bytes (default 1 GiB); with device caches, also the bound of the device
+         * staging pool on the GPU.
+         */
         public Builder stagingBytes(long bytes) {
             this.stagingBytes = bytes;
             return this;

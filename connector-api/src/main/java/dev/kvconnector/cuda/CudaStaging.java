@@ -329,12 +329,12 @@ public final class CudaStaging implements AutoCloseable {
         }
 
         private void destroy() {
+            driver.streamSynchronize(stream);
             for (MemorySegment e : events) {
                 if (e != null) {
                     driver.eventDestroy(e);
                 }
             }
-            driver.streamSynchronize(stream);
             driver.streamDestroy(stream);
         }
     }
