@@ -145,7 +145,7 @@ final class DeviceTransfer implements AutoCloseable {
                     for (int c = 0; c < objects.length; c++) {
                         objects[c] = d.asSlice(geo.layerOffsets[c], geo.layerObjectBytes(c));
                     }
-                    session.submitLayerObjects(layer, objects, () -> cuda.release(d), startNanos[b]);
+                    session.submitDeviceLayer(layer, objects, d, startNanos[b]);
                 } else {
                     cuda.release(d);
                     session.submitLayer(layer, h, startNanos[b]);

@@ -184,14 +184,15 @@ public final class InsertSession implements AutoCloseable {
             bytes += object.byteSize();
         }
         layerPut[layer] = true;
-        submit(keys, values, () -> connector.staging().release(staging), startNanos, bytes, true);
+        submit(keys, values, staging, false, startNanos, bytes, true);
     }
 
     /**
-     * Puts a layer whose objects, headers included, are ready in {@code objects} (one per chunk, device memory for a
-     * {@code DEVICE_MEMORY} store); {@code release} runs once the put is done.
+     * Puts a layer whose objects, headers included, are ready in {@code objects}: one per chunk, slices of
+     * {@code deviceLease}, a device staging buffer given to a {@code DEVICE_MEMORY} store and released once the put
+     * is done.
      */
-    void submitLayerObjects(int layer, MemorySegment[] objects, Runnable release, long startNanos) {
+    void submitDeviceLayer(int layer, MemorySegment[] objects, MemorySegment deviceLease, long startNanos) {
         int n = geo.chunks.length;
         String[] keys = new String[n];
         long bytes = 0;
@@ -200,7 +201,7 @@ public final class InsertSession implements AutoCloseable {
             bytes += objects[c].byteSize();
         }
         layerPut[layer] = true;
-        submit(keys, objects, release, startNanos, bytes, true);
+        submit(keys, objects, deviceLease, true, startNanos, bytes, true);
     }
 
     /** Puts the hidden states {@code [T, hiddenSize]} (any dtype); the consumer samples its first token from them. */
@@ -241,11 +242,12 @@ public final class InsertSession implements AutoCloseable {
             bytes += object.byteSize();
         }
         hiddenPut = true;
-        submit(keys, values, () -> connector.staging().release(staging), start, bytes, false);
+        submit(keys, values, staging, false, start, bytes, false);
     }
 
-    private void submit(String[] keys, MemorySegment[] values, Runnable release, long startNanos, long bytes,
-                        boolean layerMetric) {
+    /** Puts asynchronously, then gives {@code lease} back: to the device staging pool, or to the host one. */
+    private void submit(String[] keys, MemorySegment[] values, MemorySegment lease, boolean deviceLease,
+                        long startNanos, long bytes, boolean layerMetric) {
         synchronized (pendingLock) {
             pending++;
         }
@@ -265,7 +267,11 @@ public final class InsertSession implements AutoCloseable {
                             t.toString());
                 }
             } finally {
-                release.run();
+                if (deviceLease) {
+                    connector.releaseDeviceStaging(lease);
+                } else {
+                    connector.staging().release(lease);
+                }
                 synchronized (pendingLock) {
                     pending--;
                     pendingLock.notifyAll();

@@ -236,6 +236,11 @@ public final class KVStoreConnector implements AutoCloseable {
         return c;
     }
 
+    /** Returns a device staging buffer that a put held, once the put is done. */
+    void releaseDeviceStaging(MemorySegment deviceLease) {
+        cuda.release(deviceLease);
+    }
+
     /** Whether device buffers go to the store directly (GPUDirect) rather than through host staging. */
     boolean deviceDirect() {
         return deviceDirect;
