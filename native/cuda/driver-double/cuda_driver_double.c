@@ -15,6 +15,9 @@
  * CUDA_ERROR_INVALID_VALUE (1). KVC_CUDA_DOUBLE_DEVICES=0 makes cuInit return CUDA_ERROR_NO_DEVICE (100).
  * Not reproduced: asynchrony (copies and launches complete before the call returns), peer access, real timing.
  * Only cuEventElapsedTime (no _v2) is exported, as by drivers before 12.8.
+ *
+ * Not in the driver: kvc_cuda_double_copied_bytes(direction) returns the bytes copied so far host-to-device (0) or
+ * device-to-host (1), so tests can tell a path that stages through the host from one that does not (GPUDirect).
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -41,6 +44,8 @@ static int context_token;
 static __thread void *current;
 static void *allocations[MAX_TRACKED];
 static struct { char *start; size_t bytes; } registered[MAX_TRACKED];
+
+static unsigned long long copied[2];
 
 struct event { double ms; };
 struct module { char *ptx; };
@@ -220,17 +225,36 @@ API CUresult cuMemHostUnregister(void *p) {
     return rc;
 }
 
+static void count_copy(int direction, size_t bytes) {
+    pthread_mutex_lock(&lock);
+    copied[direction] += bytes;
+    pthread_mutex_unlock(&lock);
+}
+
+API unsigned long long kvc_cuda_double_copied_bytes(int direction) {
+    pthread_mutex_lock(&lock);
+    unsigned long long n = direction == 0 || direction == 1 ? copied[direction] : 0;
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
 API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t bytes, void *stream) {
     CUresult rc = need_context();
     (void) stream;
-    if (!rc && bytes) memmove((void *) (uintptr_t) dst, src, bytes);
+    if (!rc && bytes) {
+        memmove((void *) (uintptr_t) dst, src, bytes);
+        count_copy(0, bytes);
+    }
     return rc;
 }
 
 API CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t bytes, void *stream) {
     CUresult rc = need_context();
     (void) stream;
-    if (!rc && bytes) memmove(dst, (const void *) (uintptr_t) src, bytes);
+    if (!rc && bytes) {
+        memmove(dst, (const void *) (uintptr_t) src, bytes);
+        count_copy(1, bytes);
+    }
     return rc;
 }
 

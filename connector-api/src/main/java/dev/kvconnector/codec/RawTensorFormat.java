@@ -143,6 +143,31 @@ public final class RawTensorFormat {
                     .operation("encode").build();
         }
         int payloadCrc = checksum ? crc32c(object.asSlice(HEADER_BYTES, payloadBytes)) : 0;
+        stamp(object, spec, tokens, layoutFingerprint, payloadCrc, checksum ? 0 : FLAG_NO_CRC);
+    }
+
+    /**
+     * Stamps a header, without a payload CRC ({@link #FLAG_NO_CRC}), into a {@link #HEADER_BYTES}-byte segment of
+     * its own: for an object whose payload the CPU cannot read, such as one gathered in CUDA device memory and put
+     * from there (GPUDirect), where the header is written on the host and copied in front of the payload.
+     *
+     * @param header at least {@link #HEADER_BYTES} bytes of host memory
+     * @throws KVException {@link ErrorCode#INVALID_ARGUMENT} when the header segment is too small or the spec does not
+     *     fit
+     */
+    public static void writeDetachedHeader(MemorySegment header, TensorSpec spec, int tokens, long layoutFingerprint) {
+        checkSpec(spec);
+        if (header.byteSize() < HEADER_BYTES || tokens < 0) {
+            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "a detached header needs " + HEADER_BYTES
+                    + " bytes and tokens >= 0; got " + header.byteSize() + " bytes, tokens=" + tokens)
+                    .operation("encode").build();
+        }
+        stamp(header, spec, tokens, layoutFingerprint, 0, FLAG_NO_CRC);
+    }
+
+    private static void stamp(MemorySegment object, TensorSpec spec, int tokens, long layoutFingerprint,
+                              int payloadCrc, int flags) {
+        long payloadBytes = spec.byteSize();
         object.set(I32, OFF_MAGIC, MAGIC);
         object.set(U16, OFF_VERSION, (short) VERSION);
         object.set(ValueLayout.JAVA_BYTE, OFF_DTYPE, (byte) spec.dtype().id());
@@ -154,7 +179,7 @@ public final class RawTensorFormat {
         for (int i = 0; i < MAX_RANK; i++) {
             object.set(I32, OFF_SHAPE + 4L * i, i < spec.rank() ? (int) spec.dim(i) : 0);
         }
-        object.set(U16, OFF_FLAGS, (short) (checksum ? 0 : FLAG_NO_CRC));
+        object.set(U16, OFF_FLAGS, (short) flags);
         object.set(U16, OFF_RESERVED, (short) 0);
         object.set(I32, OFF_HEADER_CRC, crc32c(object.asSlice(0, OFF_HEADER_CRC)));
     }
@@ -218,6 +243,42 @@ public final class RawTensorFormat {
         if ((object.get(U16, OFF_FLAGS) & FLAG_NO_CRC) == 0
                 && crc32c(object.asSlice(HEADER_BYTES, payloadBytes)) != object.get(I32, OFF_PAYLOAD_CRC)) {
             return BAD_PAYLOAD_CRC;
+        }
+        return OK;
+    }
+
+    /**
+     * {@link #validate} for an object whose payload the CPU cannot read (read into CUDA device memory): checks
+     * {@code header}, a host copy of the object's first {@link #HEADER_BYTES} bytes, against the object's size, the
+     * expected spec and fingerprint, but not the payload CRC, which would need the payload on the host. The
+     * transport (RDMA's own CRC) protects those bytes instead.
+     *
+     * @param header a host copy of the object's header, at least {@link #HEADER_BYTES} bytes
+     * @param objectBytes the object's size in bytes, as the store reported it
+     * @return {@link #OK} or one of the negative status constants (never {@link #BAD_PAYLOAD_CRC})
+     */
+    public static int validateHeader(MemorySegment header, long objectBytes, TensorSpec expected,
+                                     long expectedFingerprint) {
+        if (header.byteSize() < HEADER_BYTES) {
+            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "a header copy needs " + HEADER_BYTES + " bytes, not "
+                    + header.byteSize()).operation("decode").build();
+        }
+        int status = checkHeader(header, Math.min(objectBytes, HEADER_BYTES));
+        if (status != OK) {
+            return status;
+        }
+        long payloadBytes = header.get(I64, OFF_PAYLOAD_BYTES);
+        if (payloadBytes > objectBytes - HEADER_BYTES) {
+            return TRUNCATED;
+        }
+        if (payloadBytes < objectBytes - HEADER_BYTES) {
+            return BAD_LENGTH;
+        }
+        if (expected != null && !matches(header, expected)) {
+            return SPEC_MISMATCH;
+        }
+        if (expectedFingerprint != 0 && header.get(I64, OFF_FINGERPRINT) != expectedFingerprint) {
+            return LAYOUT_MISMATCH;
         }
         return OK;
     }

@@ -52,6 +52,8 @@ public final class DropSession implements AutoCloseable {
     private DropResult result;
     private Throwable failure;
     private boolean done;
+    /** The device work of a {@link DropTarget#device} target while {@link #load()} runs, else null. */
+    private DeviceTransfer device;
 
     DropSession(KVStoreConnector connector, ChunkGeometry geo, DropTarget target, DropMode mode, boolean streaming,
                 long timeoutNanos, int requestedTokens) {
@@ -95,6 +97,19 @@ public final class DropSession implements AutoCloseable {
     }
 
     private DropResult load() {
+        if (target.deviceCache() == null) {
+            return loadLayers();
+        }
+        try (DeviceTransfer d = new DeviceTransfer(connector, geo, target.deviceCache(), target.slots(),
+                "dropSelect")) {
+            device = d;
+            return loadLayers();
+        } finally {
+            device = null;
+        }
+    }
+
+    private DropResult loadLayers() {
         int chunks = geo.chunks.length;
         if (chunks == 0) {
             return DropResult.miss(requestedTokens, MissReason.ABSENT, "the key scheme planned no chunks");
@@ -186,6 +201,9 @@ public final class DropSession implements AutoCloseable {
     }
 
     private DropResult readLayer(int layer, int chunks) {
+        if (device != null && device.direct()) {
+            return readLayerIntoDevice(layer, chunks);
+        }
         long start = System.nanoTime();
         MemorySegment staging = connector.staging().acquire(geo.layerStagingBytes);
         try {
@@ -208,15 +226,69 @@ public final class DropSession implements AutoCloseable {
                     return miss;
                 }
                 bytes += r;
-                for (int t = 0; t < geo.tensors; t++) {
-                    target.write(layer, t, dsts[c], geo.tensorPayloadOffset(c, t), geo.chunks[c].startToken(),
-                            geo.chunks[c].endToken(), geo.tokenBytes);
+                if (device == null) {
+                    for (int t = 0; t < geo.tensors; t++) {
+                        target.write(layer, t, dsts[c], geo.tensorPayloadOffset(c, t), geo.chunks[c].startToken(),
+                                geo.chunks[c].endToken(), geo.tokenBytes);
+                    }
                 }
+            }
+            if (device != null) {
+                device.scatterFromHost(layer, staging, chunks);
             }
             connector.metricsRecorder().recordDropLayer(System.nanoTime() - start, bytes);
             return null;
         } finally {
             connector.staging().release(staging);
+        }
+    }
+
+    /**
+     * A layer for a device target from a {@code DEVICE_MEMORY} store: read straight into a registered device buffer
+     * (GPUDirect), headers copied back to check them (the payload CRC cannot be checked without the payload on the
+     * host), then scattered on the GPU.
+     */
+    private DropResult readLayerIntoDevice(int layer, int chunks) {
+        long start = System.nanoTime();
+        MemorySegment deviceLayer = device.acquireLayer();
+        MemorySegment headers = null;
+        try {
+            String[] keys = new String[chunks];
+            MemorySegment[] dsts = new MemorySegment[chunks];
+            long[] results = new long[chunks];
+            for (int c = 0; c < chunks; c++) {
+                keys[c] = geo.chunks[c].layerKeys()[layer];
+                dsts[c] = device.object(deviceLayer, c);
+            }
+            store.getIntoBatch(keys, dsts, chunks, results);
+            if (streaming) {
+                for (int c = 0; c < chunks; c++) {
+                    if (GetResult.isMiss(results[c])) {
+                        results[c] = getWaiting(keys[c], dsts[c]);
+                    }
+                }
+            }
+            headers = connector.staging().acquire((long) chunks * RawTensorFormat.HEADER_BYTES);
+            device.copyHeaders(deviceLayer, headers, chunks);
+            long bytes = 0;
+            for (int c = 0; c < chunks; c++) {
+                MemorySegment header = headers.asSlice((long) c * RawTensorFormat.HEADER_BYTES,
+                        RawTensorFormat.HEADER_BYTES);
+                DropResult miss = checkDetached(results[c], keys[c], header, dsts[c].byteSize(), geo.layerSpecs[c],
+                        "layer " + layer);
+                if (miss != null) {
+                    return miss;
+                }
+                bytes += results[c];
+            }
+            device.scatterFromDevice(layer, deviceLayer, chunks);
+            connector.metricsRecorder().recordDropLayer(System.nanoTime() - start, bytes);
+            return null;
+        } finally {
+            if (headers != null) {
+                connector.staging().release(headers);
+            }
+            device.release(deviceLayer);
         }
     }
 
@@ -254,6 +326,15 @@ public final class DropSession implements AutoCloseable {
     }
 
     private DropResult check(long r, String key, MemorySegment object, TensorSpec spec, String what) {
+        DropResult miss = missOrTooSmall(r, key, object.byteSize(), what);
+        if (miss != null) {
+            return miss;
+        }
+        int status = RawTensorFormat.validate(object, r, spec, connector.fingerprint());
+        return status == RawTensorFormat.OK ? null : statusMiss(status, key);
+    }
+
+    private DropResult missOrTooSmall(long r, String key, long capacity, String what) {
         if (GetResult.isMiss(r)) {
             return DropResult.miss(requestedTokens, streaming ? MissReason.TIMED_OUT : MissReason.ABSENT,
                     what + " object " + key + (streaming ? " did not arrive within " + connector.layerTimeoutMillis()
@@ -261,9 +342,19 @@ public final class DropSession implements AutoCloseable {
         }
         if (GetResult.isTooSmall(r)) {
             return DropResult.miss(requestedTokens, MissReason.LAYOUT_MISMATCH, what + " object " + key + " is "
-                    + GetResult.requiredSize(r) + " bytes, the layout expects " + object.byteSize());
+                    + GetResult.requiredSize(r) + " bytes, the layout expects " + capacity);
         }
-        int status = RawTensorFormat.validate(object, r, spec, connector.fingerprint());
+        return null;
+    }
+
+    /** {@link #check} for an object whose payload is in device memory: {@code header} is a host copy of its header. */
+    private DropResult checkDetached(long r, String key, MemorySegment header, long capacity, TensorSpec spec,
+                                     String what) {
+        DropResult miss = missOrTooSmall(r, key, capacity, what);
+        if (miss != null) {
+            return miss;
+        }
+        int status = RawTensorFormat.validateHeader(header, r, spec, connector.fingerprint());
         return status == RawTensorFormat.OK ? null : statusMiss(status, key);
     }
 

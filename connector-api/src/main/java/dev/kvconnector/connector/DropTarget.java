@@ -1,5 +1,6 @@
 package dev.kvconnector.connector;
 
+import dev.kvconnector.cuda.DevicePagedKVCache;
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
 import dev.kvconnector.layout.KVLayout;
@@ -9,17 +10,21 @@ import dev.kvconnector.tensor.Tensor;
 import java.lang.foreign.MemorySegment;
 
 /**
- * Where a drop-select writes: a paged KV cache through the request's slots, or contiguous per-layer tensors;
- * plus, optionally, a tensor for the hidden states {@code [T, hiddenSize]}.
+ * Where a drop-select writes: a paged KV cache through the request's slots (in host memory, or in GPU memory:
+ * {@link #device}), or contiguous per-layer tensors; plus, optionally, a host tensor for the hidden states
+ * {@code [T, hiddenSize]}.
  */
 public final class DropTarget {
     private final PagedKVCache cache;
+    private final DevicePagedKVCache deviceCache;
     private final TokenSlots slots;
     private final Tensor[][] contiguous;
     private final Tensor hidden;
 
-    private DropTarget(PagedKVCache cache, TokenSlots slots, Tensor[][] contiguous, Tensor hidden) {
+    private DropTarget(PagedKVCache cache, DevicePagedKVCache deviceCache, TokenSlots slots, Tensor[][] contiguous,
+                       Tensor hidden) {
         this.cache = cache;
+        this.deviceCache = deviceCache;
         this.slots = slots;
         this.contiguous = contiguous;
         this.hidden = hidden;
@@ -27,7 +32,17 @@ public final class DropTarget {
 
     /** Scatter into {@code cache} at the request's {@code slots}. */
     public static DropTarget paged(PagedKVCache cache, TokenSlots slots) {
-        return new DropTarget(cache, slots, null, null);
+        return new DropTarget(cache, null, slots, null, null);
+    }
+
+    /**
+     * Scatter into a paged cache in GPU memory at the request's {@code slots}: each layer is read into pooled pinned
+     * host staging, copied to the device and scattered by the paged-KV kernel (or, with a {@code DEVICE_MEMORY}
+     * store, read straight into a registered device buffer). A layer counts as loaded once the scatter has
+     * completed on the device.
+     */
+    public static DropTarget device(DevicePagedKVCache cache, TokenSlots slots) {
+        return new DropTarget(null, cache, slots, null, null);
     }
 
     /** Copy into contiguous tensors {@code perLayer[layer][tensor]}, each {@code [T, kvHeads, headSize]}. */
@@ -39,13 +54,13 @@ public final class DropTarget {
                 t.requireHostAccessible("dropSelect");
             }
         }
-        return new DropTarget(null, null, copy, null);
+        return new DropTarget(null, null, null, copy, null);
     }
 
     /** This target plus a hidden-state tensor {@code [T, hiddenSize]}. */
     public DropTarget withHidden(Tensor hiddenStates) {
         hiddenStates.requireHostAccessible("dropSelect");
-        return new DropTarget(cache, slots, contiguous, hiddenStates);
+        return new DropTarget(cache, deviceCache, slots, contiguous, hiddenStates);
     }
 
     /** The hidden-state tensor, or null. */
@@ -53,11 +68,21 @@ public final class DropTarget {
         return hidden;
     }
 
+    /** The device cache of a {@link #device} target, or null. */
+    DevicePagedKVCache deviceCache() {
+        return deviceCache;
+    }
+
+    /** The request's slots in a paged target, or null. */
+    TokenSlots slots() {
+        return slots;
+    }
+
     void validate(KVLayout layout, int tokens) {
-        if (cache != null) {
-            if (!cache.layout().canonicalString().equals(layout.canonicalString())
-                    || cache.layout().blockSize() <= 0) {
-                throw KVException.of(ErrorCode.SHAPE_MISMATCH, "paged cache layout " + cache.layout().canonicalString()
+        if (cache != null || deviceCache != null) {
+            KVLayout have = cache != null ? cache.layout() : deviceCache.layout();
+            if (!have.canonicalString().equals(layout.canonicalString())) {
+                throw KVException.of(ErrorCode.SHAPE_MISMATCH, "paged cache layout " + have.canonicalString()
                         + " differs from the connector's " + layout.canonicalString()).operation("dropSelect").build();
             }
             if (slots.tokens() < tokens) {

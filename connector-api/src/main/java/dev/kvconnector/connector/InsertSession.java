@@ -1,6 +1,8 @@
 package dev.kvconnector.connector;
 
 import dev.kvconnector.codec.RawTensorFormat;
+import dev.kvconnector.cuda.DevicePagedKVCache;
+import dev.kvconnector.cuda.LayerStagingPipeline;
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
 import dev.kvconnector.key.ChunkKeys;
@@ -129,7 +131,46 @@ public final class InsertSession implements AutoCloseable {
         submitLayer(layer, staging, start);
     }
 
-    private void submitLayer(int layer, MemorySegment staging, long startNanos) {
+    /**
+     * Puts one layer from a paged cache in GPU memory: K and V (or the latent) are gathered on the GPU by the paged-KV
+     * kernel and copied into pooled pinned staging before this returns (so the engine may reuse its blocks), then put
+     * on the connector's I/O threads like a host layer; with a {@code DEVICE_MEMORY} store they are put straight from
+     * a registered device buffer instead. The layer must be complete on the device when this is called (the engine
+     * has synchronized the stream that wrote it).
+     *
+     * @throws KVException {@code UNSUPPORTED_MEMORY} or another code naming what is missing when this machine has no
+     *     CUDA driver, no device or no kernels
+     */
+    public void putLayer(int layer, DevicePagedKVCache cache, TokenSlots slots) {
+        putDevice(layer, 1, cache, slots);
+    }
+
+    /**
+     * Puts every layer from a paged cache in GPU memory, for an engine that inserts after its whole forward pass:
+     * through {@link LayerStagingPipeline}, so the gather and device-to-host copy of layer {@code i + 1} run while
+     * layer {@code i} is being put. Otherwise as {@link #putLayer(int, DevicePagedKVCache, TokenSlots)}.
+     */
+    public void putLayers(DevicePagedKVCache cache, TokenSlots slots) {
+        putDevice(0, layout.numLayers(), cache, slots);
+    }
+
+    private void putDevice(int first, int count, DevicePagedKVCache cache, TokenSlots slots) {
+        for (int l = first; l < first + count; l++) {
+            checkLayer(l);
+        }
+        if (!cache.layout().canonicalString().equals(layout.canonicalString())) {
+            throw usage(ErrorCode.SHAPE_MISMATCH, "device paged cache layout " + cache.layout().canonicalString()
+                    + " differs from the connector's " + layout.canonicalString());
+        }
+        if (slots.tokens() < tokens) {
+            throw usage(ErrorCode.SHAPE_MISMATCH, "slots cover " + slots.tokens() + " tokens, the request has " + tokens);
+        }
+        try (DeviceTransfer device = new DeviceTransfer(connector, geo, cache, slots, "putLayer")) {
+            LayerStagingPipeline.run(count, device.insertStages(this, first));
+        }
+    }
+
+    void submitLayer(int layer, MemorySegment staging, long startNanos) {
         int n = geo.chunks.length;
         String[] keys = new String[n];
         MemorySegment[] values = new MemorySegment[n];
@@ -143,7 +184,24 @@ public final class InsertSession implements AutoCloseable {
             bytes += object.byteSize();
         }
         layerPut[layer] = true;
-        submit(keys, values, staging, startNanos, bytes, true);
+        submit(keys, values, staging, false, startNanos, bytes, true);
+    }
+
+    /**
+     * Puts a layer whose objects, headers included, are ready in {@code objects}: one per chunk, slices of
+     * {@code deviceLease}, a device staging buffer given to a {@code DEVICE_MEMORY} store and released once the put
+     * is done.
+     */
+    void submitDeviceLayer(int layer, MemorySegment[] objects, MemorySegment deviceLease, long startNanos) {
+        int n = geo.chunks.length;
+        String[] keys = new String[n];
+        long bytes = 0;
+        for (int c = 0; c < n; c++) {
+            keys[c] = geo.chunks[c].layerKeys()[layer];
+            bytes += objects[c].byteSize();
+        }
+        layerPut[layer] = true;
+        submit(keys, objects, deviceLease, true, startNanos, bytes, true);
     }
 
     /** Puts the hidden states {@code [T, hiddenSize]} (any dtype); the consumer samples its first token from them. */
@@ -184,11 +242,12 @@ public final class InsertSession implements AutoCloseable {
             bytes += object.byteSize();
         }
         hiddenPut = true;
-        submit(keys, values, staging, start, bytes, false);
+        submit(keys, values, staging, false, start, bytes, false);
     }
 
-    private void submit(String[] keys, MemorySegment[] values, MemorySegment staging, long startNanos, long bytes,
-                        boolean layerMetric) {
+    /** Puts asynchronously, then gives {@code lease} back: to the device staging pool, or to the host one. */
+    private void submit(String[] keys, MemorySegment[] values, MemorySegment lease, boolean deviceLease,
+                        long startNanos, long bytes, boolean layerMetric) {
         synchronized (pendingLock) {
             pending++;
         }
@@ -208,7 +267,11 @@ public final class InsertSession implements AutoCloseable {
                             t.toString());
                 }
             } finally {
-                connector.staging().release(staging);
+                if (deviceLease) {
+                    connector.releaseDeviceStaging(lease);
+                } else {
+                    connector.staging().release(lease);
+                }
                 synchronized (pendingLock) {
                     pending--;
                     pendingLock.notifyAll();
@@ -217,7 +280,7 @@ public final class InsertSession implements AutoCloseable {
         });
     }
 
-    private MemorySegment acquire(long bytes) {
+    MemorySegment acquire(long bytes) {
         try {
             return connector.staging().acquire(bytes);
         } catch (KVException e) {
@@ -321,7 +384,7 @@ public final class InsertSession implements AutoCloseable {
         abort();
     }
 
-    private void checkLayer(int layer) {
+    void checkLayer(int layer) {
         checkOpen("putLayer");
         if (layer < 0 || layer >= layerPut.length) {
             throw usage(ErrorCode.INVALID_ARGUMENT, "layer " + layer + " outside 0.." + (layerPut.length - 1));

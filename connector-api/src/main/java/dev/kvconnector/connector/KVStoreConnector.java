@@ -1,5 +1,7 @@
 package dev.kvconnector.connector;
 
+import dev.kvconnector.cuda.CudaStaging;
+import dev.kvconnector.cuda.DevicePagedKVCache;
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
 import dev.kvconnector.key.Granularity;
@@ -37,6 +39,13 @@ import org.slf4j.LoggerFactory;
  * <p>Thread-safe: many sessions may run at once. Layer puts run on the connector's I/O threads so they overlap the
  * engine's compute; staging memory comes from a pool (no arena per transfer), registered once with stores that
  * support zero-copy registration.
+ *
+ * <p>Device-resident paged caches ({@link DevicePagedKVCache}) move through a {@link CudaStaging} opened on first
+ * use for the cache's GPU (one GPU per connector, as one engine worker per GPU): K and V are gathered on the GPU,
+ * then either copied into the host staging pool, which is then page-locked for DMA, and put (host stores), or put
+ * straight from registered device buffers when the store declares {@link StoreCapability#DEVICE_MEMORY}
+ * (GPUDirect). Without a driver, a GPU or the kernels, device caches fail with an error naming what is missing;
+ * the host path never loads the driver.
  */
 public final class KVStoreConnector implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(KVStoreConnector.class);
@@ -53,6 +62,10 @@ public final class KVStoreConnector implements AutoCloseable {
     private final ThreadPoolExecutor io;
     private final boolean inlinePuts;
     private final RegisteredMemory registration;
+    private final boolean deviceDirect;
+    private final long stagingBytes;
+    private final Object cudaLock = new Object();
+    private volatile CudaStaging cuda;
     private final ConnectorMetrics metrics = new ConnectorMetrics();
     private volatile boolean closed;
     private volatile boolean warnedNoRemove;
@@ -76,8 +89,9 @@ public final class KVStoreConnector implements AutoCloseable {
         this.fingerprint = layout.fingerprint();
         this.registration = store.capabilities().contains(StoreCapability.REGISTERED_MEMORY)
                 && store instanceof RegisteredMemory r ? r : null;
-        this.staging = registration == null ? new SegmentPool(b.stagingBytes)
-                : new SegmentPool(b.stagingBytes, registration::register);
+        this.deviceDirect = registration != null && store.capabilities().contains(StoreCapability.DEVICE_MEMORY);
+        this.stagingBytes = b.stagingBytes;
+        this.staging = new SegmentPool(b.stagingBytes, this::onNewStagingSegment);
         this.inlinePuts = b.ioThreads == 0
                 || (b.ioThreads < 0 && store.capabilities().contains(StoreCapability.LOCAL_MEMORY));
         int threads = b.ioThreads > 0 ? b.ioThreads : 2;
@@ -175,6 +189,63 @@ public final class KVStoreConnector implements AutoCloseable {
         return keyContext;
     }
 
+    private void onNewStagingSegment(MemorySegment segment) {
+        if (registration != null) {
+            registration.register(segment);
+        }
+        CudaStaging c = cuda;
+        if (c != null) {
+            c.pinHost(segment);
+        }
+    }
+
+    /**
+     * The device staging for {@code cache}'s GPU, opened on first use: from then on every host staging segment is
+     * page-locked, and with a {@link StoreCapability#DEVICE_MEMORY} store every device buffer is registered.
+     *
+     * @throws KVException naming the missing driver, device or kernels; or {@code INVALID_ARGUMENT} when the cache is
+     *     on another GPU than this connector's earlier device caches
+     */
+    CudaStaging cuda(DevicePagedKVCache cache, String op) {
+        CudaStaging c = cuda;
+        if (c == null) {
+            synchronized (cudaLock) {
+                c = cuda;
+                if (c == null) {
+                    if (closed) {
+                        throw KVException.of(ErrorCode.CLOSED, "the connector is closed").store(store.uri())
+                                .operation(op).build();
+                    }
+                    c = deviceDirect
+                            ? CudaStaging.open(cache.device(), stagingBytes, registration::register,
+                                    registration::unregister)
+                            : CudaStaging.open(cache.device(), stagingBytes, s -> { }, s -> { });
+                    // Published before pinning what exists, so a segment allocated meanwhile is pinned by one side.
+                    cuda = c;
+                    for (MemorySegment s : staging.segments()) {
+                        c.pinHost(s);
+                    }
+                }
+            }
+        }
+        if (c.ordinal() != cache.device()) {
+            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "the paged cache is on cuda:" + cache.device()
+                    + " but this connector already moves device KV of cuda:" + c.ordinal()).store(store.uri())
+                    .operation(op).hint("use one connector per GPU, as one engine worker per GPU").build();
+        }
+        return c;
+    }
+
+    /** Returns a device staging buffer that a put held, once the put is done. */
+    void releaseDeviceStaging(MemorySegment deviceLease) {
+        cuda.release(deviceLease);
+    }
+
+    /** Whether device buffers go to the store directly (GPUDirect) rather than through host staging. */
+    boolean deviceDirect() {
+        return deviceDirect;
+    }
+
     ConnectorMetrics metricsRecorder() {
         return metrics;
     }
@@ -259,7 +330,15 @@ public final class KVStoreConnector implements AutoCloseable {
                 registration.unregister(s);
             }
         }
-        staging.close();
+        try {
+            synchronized (cudaLock) {
+                if (cuda != null) {
+                    cuda.close();
+                }
+            }
+        } finally {
+            staging.close();
+        }
     }
 
     /** Configures a {@link KVStoreConnector}. Every number has a default that suits one 8-GPU node. */
@@ -329,7 +408,10 @@ public final class KVStoreConnector implements AutoCloseable {
             return this;
         }
 
-        /** The bound of the staging pool in bytes (default 1 GiB). */
+        /**
+         * The bound of the staging pool in bytes (default 1 GiB); with device caches, also the bound of the device
+         * staging pool on the GPU.
+         */
         public Builder stagingBytes(long bytes) {
             this.stagingBytes = bytes;
             return this;

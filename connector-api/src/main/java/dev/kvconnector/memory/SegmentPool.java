@@ -33,6 +33,7 @@ import java.util.function.Consumer;
 public final class SegmentPool implements AutoCloseable {
     private static final int MIN_SHIFT = 12;
     private static final int MAX_SHIFT = 40;
+    private static final long PAGE_BYTES = 1L << MIN_SHIFT;
     private static final AtomicLong LIVE_LEASES = new AtomicLong();
     private static final AtomicLong LIVE_POOLS = new AtomicLong();
 
@@ -67,7 +68,11 @@ public final class SegmentPool implements AutoCloseable {
         LIVE_POOLS.incrementAndGet();
     }
 
-    /** Leases a segment of at least {@code bytes} bytes (64-byte aligned). */
+    /**
+     * Leases a segment of at least {@code bytes} bytes. Segments are whole, page-aligned pages (4096 bytes), so one
+     * registered for DMA (page-locked with {@code cuMemHostRegister}, or an RDMA memory region) shares no page with
+     * another segment: the CUDA driver refuses to page-lock a page twice.
+     */
     public MemorySegment acquire(long bytes) {
         if (closed) {
             throw KVException.of(ErrorCode.CLOSED, "the staging pool is closed").operation("acquire").build();
@@ -98,7 +103,7 @@ public final class SegmentPool implements AutoCloseable {
                 allocatedBytes.addAndGet(-size);
                 throw KVException.of(ErrorCode.CLOSED, "the staging pool is closed").operation("acquire").build();
             }
-            s = arena.allocate(size, 64);
+            s = arena.allocate(size, PAGE_BYTES);
             all.add(s);
         }
         onNewSegment.accept(s);

@@ -4,6 +4,13 @@ package dev.kvconnector.store;
 public enum StoreCapability {
     /** Implements {@link RegisteredMemory}: values from registered segments move without a staging copy. */
     REGISTERED_MEMORY,
+    /**
+     * With {@link #REGISTERED_MEMORY}: {@link RegisteredMemory#register} accepts CUDA device address ranges, and puts
+     * from and gets into registered device memory move the bytes without the CPU touching them (GPUDirect RDMA). The
+     * connector then registers its device staging buffers and hands device segments to the store, which must never
+     * dereference them.
+     */
+    DEVICE_MEMORY,
     /** Expires entries by itself when a put carries a TTL. */
     NATIVE_TTL,
     /** Overrides the batch operations with something faster than a loop (one round trip, one call). */

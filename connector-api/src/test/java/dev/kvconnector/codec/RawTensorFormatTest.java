@@ -412,4 +412,28 @@ class RawTensorFormatTest {
         assertFalse(RawTensorFormat.isCorrupt(OK) || RawTensorFormat.isLayoutMismatch(OK));
         assertFalse(RawTensorFormat.isCorrupt(BAD_VERSION));
     }
+    @Test
+    void aDetachedHeaderEqualsTheInPlaceHeaderWithoutChecksumAndValidatesWithoutThePayload() {
+        TensorSpec spec = TensorSpec.of(DType.BF16, 2, 5, 8, 16);
+        long fingerprint = 0x1234_5678_9abc_def0L;
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment object = arena.allocate(RawTensorFormat.encodedSize(spec), 64);
+            fillPattern(RawTensorFormat.payload(object), 3);
+            RawTensorFormat.writeHeader(object, spec, 5, fingerprint, false);
+            MemorySegment header = arena.allocate(HEADER_BYTES, 64);
+            RawTensorFormat.writeDetachedHeader(header, spec, 5, fingerprint);
+            assertEquals(-1L, header.mismatch(object.asSlice(0, HEADER_BYTES)));
+            assertEquals(OK, RawTensorFormat.validate(object, object.byteSize(), spec, fingerprint));
+            long size = object.byteSize();
+            assertEquals(OK, RawTensorFormat.validateHeader(header, size, spec, fingerprint));
+            assertEquals(LAYOUT_MISMATCH, RawTensorFormat.validateHeader(header, size, spec, fingerprint + 1));
+            assertEquals(SPEC_MISMATCH, RawTensorFormat.validateHeader(header, size, TensorSpec.of(DType.BF16, 2, 5,
+                    8, 8), fingerprint));
+            assertEquals(TRUNCATED, RawTensorFormat.validateHeader(header, size - 1, spec, fingerprint));
+            assertEquals(TRUNCATED, RawTensorFormat.validateHeader(header, 10, spec, fingerprint));
+            assertEquals(BAD_LENGTH, RawTensorFormat.validateHeader(header, size + 1, spec, fingerprint));
+            flipByte(header, 20);
+            assertEquals(BAD_HEADER_CRC, RawTensorFormat.validateHeader(header, size, spec, fingerprint));
+        }
+    }
 }

@@ -2,6 +2,7 @@ package dev.kvconnector.testkit;
 
 import static org.junit.jupiter.api.Assertions.fail;
 
+import dev.kvconnector.cuda.CudaStaging;
 import dev.kvconnector.memory.NativeMemory;
 import dev.kvconnector.memory.SegmentPool;
 import dev.kvconnector.paged.PagedKVCache;
@@ -10,8 +11,8 @@ import org.junit.jupiter.api.extension.BeforeEachCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
 
 /**
- * Fails a test that leaves native memory behind: malloc'd store values, staging pools or leases, or paged caches
- * that were allocated and not freed. Registered for every test through JUnit's extension auto-detection (the
+ * Fails a test that leaves native memory behind: malloc'd store values, staging pools or leases, CUDA device
+ * staging leases, or paged caches that were allocated and not freed. Registered for every test through JUnit's extension auto-detection (the
  * parent pom turns it on), so every module that has this test-jar on its class path gets it.
  *
  * <p>Background threads may still be releasing when a test returns, so the check waits up to 5 s for the counts
@@ -20,10 +21,11 @@ import org.junit.jupiter.api.extension.ExtensionContext;
 public final class LeakCheck implements BeforeEachCallback, AfterEachCallback {
     private static final ExtensionContext.Namespace NS = ExtensionContext.Namespace.create(LeakCheck.class);
 
-    private record Counts(long mallocBlocks, long mallocBytes, long pools, long leases, long pagedCaches) {
+    private record Counts(long mallocBlocks, long mallocBytes, long pools, long leases, long pagedCaches,
+                          long deviceLeases) {
         static Counts now() {
             return new Counts(NativeMemory.liveBlocks(), NativeMemory.liveBytes(), SegmentPool.livePools(),
-                    SegmentPool.liveLeases(), PagedKVCache.liveAllocated());
+                    SegmentPool.liveLeases(), PagedKVCache.liveAllocated(), CudaStaging.liveDeviceLeases());
         }
     }
 

@@ -39,13 +39,15 @@ import java.util.Set;
  * @param leaseWaitMillis how long {@link LeasePolicy#WAIT} waits for a lease to end, in ms
  * @param fullRetries how many times a put that finds the pool full (-200) is retried
  * @param fullBackoffMillis the first back-off before such a retry, in ms; it doubles each time
+ * @param gpuDirect whether {@code register_buffer} is given CUDA device memory, so puts and gets move device KV
+ *     without a host copy (GPUDirect RDMA); needs a {@code libmooncake_store.so} built with {@code USE_CUDA}
  * @param configFile the {@code mooncake.json} read, or null
  */
 public record MooncakeConfig(String masterServerAddress, String metadataServer, String localHostname,
                              String protocol, String deviceName, long globalSegmentBytes, long localBufferBytes,
                              int replicas, String library, long stagingBytes, int stagingSlots,
                              LeasePolicy leasePolicy, long leaseWaitMillis, int fullRetries, long fullBackoffMillis,
-                             Path configFile) {
+                             boolean gpuDirect, Path configFile) {
 
     /** The environment variable naming {@code mooncake.json}. */
     public static final String ENV_CONFIG_PATH = "MOONCAKE_CONFIG_PATH";
@@ -99,10 +101,19 @@ public record MooncakeConfig(String masterServerAddress, String metadataServer, 
     /** Default first back-off: 5 ms (doubling: about 1.3 s over 8 retries). */
     public static final long DEFAULT_FULL_BACKOFF_MILLIS = 5;
 
+    /**
+     * URI option: {@code true} or {@code false}. Default: {@code true} with {@code protocol=rdma} (GPUDirect RDMA needs
+     * an RDMA NIC and nvidia-peermem), {@code false} with {@code tcp}, where device KV goes through pinned host staging
+     * (a TCP transfer copies through the host anyway, and a store built without {@code USE_CUDA} would read the device
+     * address as host memory and crash).
+     */
+    public static final String PROP_GPU_DIRECT = "gpu-direct";
+
     /** Every URI option. */
     public static final Set<String> KNOWN_OPTIONS = Set.of(PROP_METADATA, PROP_PROTOCOL, PROP_DEVICE,
             PROP_LOCAL_HOSTNAME, PROP_SEGMENT, PROP_BUFFER, PROP_REPLICAS, PROP_LIBRARY, PROP_STAGING,
-            PROP_STAGING_SLOTS, PROP_LEASE_POLICY, PROP_LEASE_WAIT, PROP_FULL_RETRIES, PROP_FULL_BACKOFF);
+            PROP_STAGING_SLOTS, PROP_LEASE_POLICY, PROP_LEASE_WAIT, PROP_FULL_RETRIES, PROP_FULL_BACKOFF,
+            PROP_GPU_DIRECT);
 
     private static final int DEFAULT_MASTER_PORT = 50051;
     private static final long MIN_SLOT_BYTES = 4096;
@@ -160,15 +171,17 @@ public record MooncakeConfig(String masterServerAddress, String metadataServer, 
             default -> throw KVException.of(ErrorCode.INVALID_URI, "lease-policy=" + uri.param(PROP_LEASE_POLICY)
                     + " is neither wait nor force").store(masked).build();
         };
-        MooncakeConfig c = new MooncakeConfig(master, metadata, local,
-                protocol == null || protocol.isBlank() ? DEFAULT_PROTOCOL : protocol.trim().toLowerCase(Locale.ROOT),
+        String proto = protocol == null || protocol.isBlank() ? DEFAULT_PROTOCOL
+                : protocol.trim().toLowerCase(Locale.ROOT);
+        MooncakeConfig c = new MooncakeConfig(master, metadata, local, proto,
                 device == null ? "" : device.trim(), segment, buffer,
                 uri.intParam(PROP_REPLICAS, DEFAULT_REPLICAS), uri.param(PROP_LIBRARY),
                 uri.sizeParam(PROP_STAGING, DEFAULT_STAGING_BYTES),
                 uri.intParam(PROP_STAGING_SLOTS, DEFAULT_STAGING_SLOTS), policy,
                 uri.durationMillisParam(PROP_LEASE_WAIT, DEFAULT_LEASE_WAIT_MILLIS),
                 uri.intParam(PROP_FULL_RETRIES, DEFAULT_FULL_RETRIES),
-                uri.durationMillisParam(PROP_FULL_BACKOFF, DEFAULT_FULL_BACKOFF_MILLIS), filePath);
+                uri.durationMillisParam(PROP_FULL_BACKOFF, DEFAULT_FULL_BACKOFF_MILLIS),
+                uri.boolParam(PROP_GPU_DIRECT, proto.equals("rdma")), filePath);
         c.validate(masked);
         return c;
     }

@@ -38,6 +38,12 @@ import org.slf4j.LoggerFactory;
  * {@code buffer=} bytes at most) and a get registers the destination for the call. Heap memory larger than a slot
  * is {@code VALUE_TOO_LARGE}. Batches use {@code batch_put_from}/{@code batch_get_into}.
  *
+ * <p><b>Device memory.</b> With {@code gpu-direct=true} (the default for {@code protocol=rdma}) the store declares
+ * {@link StoreCapability#DEVICE_MEMORY}: the connector registers its CUDA device staging buffers here
+ * ({@code register_buffer} on the device address), and layers move between GPU memory and the pool with
+ * {@code put_from}/{@code get_into} and no host copy, through GPUDirect RDMA. The store never reads such memory
+ * itself: every registered value of more than one byte goes to Mooncake as it is.
+ *
  * <p><b>Semantics over an ABI that never overwrites.</b>
  * <ul>
  *   <li>A replacing put removes the key, then puts it: Mooncake keeps the old value of an existing key. Two
@@ -172,8 +178,12 @@ public final class MooncakeStore implements KVStore, RegisteredMemory {
 
     @Override
     public Set<StoreCapability> capabilities() {
-        return EnumSet.of(StoreCapability.REGISTERED_MEMORY, StoreCapability.BATCH,
+        EnumSet<StoreCapability> caps = EnumSet.of(StoreCapability.REGISTERED_MEMORY, StoreCapability.BATCH,
                 StoreCapability.SHARED_ACROSS_PROCESSES);
+        if (config.gpuDirect()) {
+            caps.add(StoreCapability.DEVICE_MEMORY);
+        }
+        return caps;
     }
 
     @Override
@@ -593,6 +603,11 @@ public final class MooncakeStore implements KVStore, RegisteredMemory {
     /** Ranges registered through {@link #register} and not yet released; 0 after {@link #close()}. */
     int callerRegistrations() {
         return callerRanges.size();
+    }
+
+    /** Bytes in ranges registered through {@link #register} and not yet released. */
+    long callerRegisteredBytes() {
+        return callerRanges.values().stream().mapToLong(Long::longValue).sum();
     }
 
     /** Staging slots free now; all of them whenever no call is in flight. */

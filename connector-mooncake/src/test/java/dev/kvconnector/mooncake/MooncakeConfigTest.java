@@ -49,6 +49,17 @@ class MooncakeConfigTest {
     }
 
     @Test
+    void gpuDirectDefaultsToOnOverRdmaAndOffOverTcpAndCanBeSet() {
+        assertEquals(false, parse(BASE).gpuDirect());
+        assertEquals(true, parse(BASE + "&protocol=rdma").gpuDirect());
+        assertEquals(false, parse(BASE + "&protocol=rdma&gpu-direct=false").gpuDirect());
+        assertEquals(true, parse(BASE + "&gpu-direct=true").gpuDirect());
+        KVException e = invalid(BASE + "&gpu-direct=maybe", Map.of());
+        assertEquals(ErrorCode.INVALID_URI, e.code());
+        assertTrue(e.getMessage().contains("gpu-direct=maybe"), e.getMessage());
+    }
+
+    @Test
     void uriOptionsAreParsedWithUnits() {
         MooncakeConfig c = parse("mooncake://10.0.0.5:50051?metadata=http://10.0.0.5:8080/metadata"
                 + "&local_hostname=10.0.0.7:13000&protocol=RDMA&device=mlx5_0,mlx5_1&segment=2GiB&buffer=512MiB"
