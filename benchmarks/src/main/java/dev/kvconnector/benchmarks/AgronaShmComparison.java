@@ -48,9 +48,9 @@ import org.openjdk.jmh.infra.Control;
  *       (10 spins, 5 yields, parks from 1 us doubling to 1 ms). The score is one thread's time per round trip.</li>
  * </ul>
  * The copies are sampled (medians in microseconds, robust to the noise of a shared machine); the word operations
- * and the waits are averaged in nanoseconds. Agrona 2.x reaches {@code jdk.internal.misc.Unsafe}, so this benchmark's forked JVM, and only it, runs with
- * {@code --add-exports java.base/jdk.internal.misc=ALL-UNNAMED}; the FFM methods run in that same JVM, so both sides
- * share every condition. Results and the decision they led to: {@code benchmarks/README.md} and the
+ * and the waits are averaged in nanoseconds. Agrona 2.x reaches {@code jdk.internal.misc.Unsafe}, so this
+ * benchmark's forked JVM, and only it, runs with {@code --add-exports java.base/jdk.internal.misc=ALL-UNNAMED};
+ * the FFM methods run in that same JVM, so both sides share every condition. Results and the decision they led to: {@code benchmarks/README.md} and the
  * {@code dev.kvconnector.store.shm} package comment. {@code run.sh} does not run this class; run it with
  * {@code java -jar benchmarks/target/benchmarks.jar AgronaShmComparison -prof gc}.
  */
