@@ -50,9 +50,10 @@ import org.openjdk.jmh.infra.Control;
  * The copies are sampled (medians in microseconds, robust to the noise of a shared machine); the word operations
  * and the waits are averaged in nanoseconds. Agrona 2.x reaches {@code jdk.internal.misc.Unsafe}, so this
  * benchmark's forked JVM, and only it, runs with {@code --add-exports java.base/jdk.internal.misc=ALL-UNNAMED};
- * the FFM methods run in that same JVM, so both sides share every condition. Results and the decision they led to: {@code benchmarks/README.md} and the
- * {@code dev.kvconnector.store.shm} package comment. {@code run.sh} does not run this class; run it with
- * {@code java -jar benchmarks/target/benchmarks.jar AgronaShmComparison -prof gc}.
+ * the FFM methods run in that same JVM, so both sides share every condition. Results and the decision they led
+ * to: {@code benchmarks/README.md} and the {@code dev.kvconnector.store.shm} package comment. {@code run.sh} does
+ * not run this class; run it with {@code java -jar benchmarks/target/benchmarks.jar AgronaShmComparison -prof gc},
+ * or one method per invocation in the order FFM, Agrona, Agrona, FFM where the machine's load drifts.
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)

@@ -21,9 +21,10 @@ import java.util.concurrent.TimeUnit;
  * any benchmark that needs a peer process on a {@code shm:} store.
  *
  * <p>The peer is started with this JVM's own {@code java} and class path (the benchmarks jar) and
- * {@code --enable-native-access=ALL-UNNAMED}, opens the same store URI, and obeys one-byte commands on its stdin,
- * answering each with one byte on its stdout. A pipe keeps the control channel free of busy waiting, which on a
- * small shared machine would steal the CPU the copies need, and of any allocation on either side:
+ * {@code --enable-native-access=ALL-UNNAMED} (and a serial collector with a 256 MiB heap: it allocates nothing per
+ * operation, so a small JVM leaves the CPUs to the copies). It opens the same store URI and obeys one-byte commands
+ * on its stdin, answering each with one byte on its stdout. A pipe keeps the control channel free of busy waiting,
+ * which on a small shared machine would steal the CPU the copies need, and of any allocation on either side:
  * <ul>
  *   <li>{@code D}: drop-select: {@code getInto} the key into the peer's own native segment, then {@code remove} it;
  *       answers {@code K} when the whole value was there, {@code M} otherwise;</li>
