@@ -75,6 +75,11 @@ public record Series(String backend, String op, Domain domain, Direction directi
         };
     }
 
+    /** Whether an operation moves a layer; the control pipe's hand-off moves one byte each way, so has no GB/s. */
+    public boolean movesLayer() {
+        return !backend.equals("pipe");
+    }
+
     /** Whether this is one of ours on the Valkey wire, which has Lettuce and Jedis as its peers. */
     public boolean speaksRedis() {
         return role == Role.OURS && (backend.startsWith("valkey:") || backend.startsWith("redis:"));

@@ -158,6 +158,7 @@ class ReportMainTest {
         String md = ReportMain.markdown(table, run, m, "quick", "2026-01-01T00:00:00Z");
         assertTrue(md.contains("| shm: 2 processes | put+drop-select | 364.0 us | 364.0 us | 11.52 | 0 B "
                 + "| 1.40x memcpy 2 copies |  |"), md);
+        assertTrue(md.contains("| pipe | hand-off | 15.0 us | 15.0 us | n/a | 0 B | floor |  |"), md);
     }
 
     private static BenchResult result(String benchmark, Map<String, String> params, double p50) {
