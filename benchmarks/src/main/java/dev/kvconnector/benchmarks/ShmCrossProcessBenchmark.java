@@ -55,6 +55,8 @@ public class ShmCrossProcessBenchmark {
     /** The store, this JVM's source layer and the peer process, for the cross-process methods. */
     @State(Scope.Thread)
     public static class Peer {
+        /** Untimed hand-overs at the start of each trial. */
+        static final long WARM_NANOS = 2_000_000_000L;
         StoreFixture fixture;
         KVStore kv;
         Arena arena;
@@ -80,9 +82,23 @@ public class ShmCrossProcessBenchmark {
                 if (kv.exists(KEY)) {
                     throw new IllegalStateException("the peer JVM's drop-select left " + KEY + " in " + fixture.uri());
                 }
+                warmBothJvms();
             } catch (RuntimeException e) {
                 tearDown();
                 throw e;
+            }
+        }
+
+        /**
+         * Hands layers over, untimed, for {@link #WARM_NANOS}: the peer JVM compiles its side only as it serves, and
+         * {@code run.sh quick}'s warmup (2 x 400 ms) is too short for both JVMs' JIT at a few thousand operations.
+         */
+        private void warmBothJvms() {
+            for (long end = System.nanoTime() + WARM_NANOS; System.nanoTime() < end; ) {
+                kv.put(KEY, src, PutOptions.DEFAULT);
+                if (peer.call('D') != 'K') {
+                    throw new IllegalStateException("the peer JVM missed the layer in " + fixture.uri());
+                }
             }
         }
 

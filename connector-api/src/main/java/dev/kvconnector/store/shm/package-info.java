@@ -63,10 +63,11 @@
  *
  * <h2>Measured</h2>
  * {@code ShmCrossProcessBenchmark} in the benchmarks module puts a 4 MiB layer in one JVM and drop-selects it in
- * another ({@code getInto} and {@code remove}), beside two {@code MemorySegment.copy} calls of the same size in the
- * same run: 1.18x and 1.36x that floor in two runs (medians 373 and 407 us; goal: at most 1.5x), of which 15 to
- * 17 us is the benchmark's own control pipe. Both processes allocate nothing per hand-over in steady state. The
- * numbers, the load and the allocation analysis are in {@code benchmarks/README.md}.
+ * another ({@code getInto} and {@code remove}), beside two {@code MemorySegment.copy} calls of the same size in
+ * the same run: 1.11x to 1.39x that floor in seven runs with both JVMs warm (medians 357 to 415 us against 294
+ * to 357 us, 2 vCPUs at load 9 to 13; goal: at most 1.5x), of which 15 to 20 us is the benchmark's own control
+ * pipe. Both processes allocate nothing per hand-over in steady state. The numbers, the load and the allocation
+ * analysis are in {@code benchmarks/README.md}.
  *
  * <p>The first put into pages of the file that a process has not touched yet pays a page fault per 4 KiB (20 to 40
  * us each on the project's VM: 20 to 42 ms for 4 MiB against 0.3 to 0.55 ms into reused pages). Freeing an entry
