@@ -64,7 +64,7 @@
  * <h2>Measured</h2>
  * {@code ShmCrossProcessBenchmark} in the benchmarks module puts a 4 MiB layer in one JVM and drop-selects it in
  * another ({@code getInto} and {@code remove}), beside two {@code MemorySegment.copy} calls of the same size in
- * the same run: 1.11x to 1.39x that floor in seven runs with both JVMs warm (medians 357 to 415 us against 294
+ * the same run: 1.11x to 1.39x that floor in eight runs with both JVMs warm (medians 357 to 425 us against 294
  * to 357 us, 2 vCPUs at load 9 to 13; goal: at most 1.5x), of which 15 to 20 us is the benchmark's own control
  * pipe. Both processes allocate nothing per hand-over in steady state. The numbers, the load and the allocation
  * analysis are in {@code benchmarks/README.md}.
