@@ -31,20 +31,24 @@ if [ ! -f "$JAR" ]; then
 fi
 
 # MooncakeBindingBenchmark measures one call, not a layer: benchmarks/mooncake-call-cost.sh runs it beside C.
+# AgronaShmComparison measures primitives, not a layer; benchmarks/README.md gives its command and results.
+NOT_LAYERS="-e MooncakeBindingBenchmark -e AgronaShmComparison"
 case "$MODE" in
   quick)
-    # Every backend at Llama-3-8B 1024 tokens; the layer-level backends (not the connector, not the echo) also at
-    # Llama-3-8B 4096 tokens and at 1024 tokens of the two other presets. 'full' has every combination.
+    # Every backend at Llama-3-8B 1024 tokens (including the two-process shm: hand-over, 4 MiB); the layer-level
+    # backends (not the connector, not the echo, not the hand-over, not lm://'s per-chunk run) also at Llama-3-8B 4096
+    # tokens and at 1024 tokens of the two other presets. 'full' has every combination.
     # lm:// (per layer, and LmChunkBenchmark's per chunk) runs at Llama-3-8B 1024 tokens only, which keeps its
     # cost to about 40 s. SET_STORES says which store list each set gets: "all", or "removable" (all but lm://).
-    SETS=("-p model=llama3-8b -p tokens=1024 -e MooncakeBindingBenchmark -e ConnectorBenchmark"
+    ONCE="-e ConnectorBenchmark -e SocketBaseline.echo -e ShmCrossProcessBenchmark -e LmChunkBenchmark"
+    SETS=("-p model=llama3-8b -p tokens=1024 $NOT_LAYERS -e ConnectorBenchmark"
           "ConnectorBenchmark -p model=llama3-8b -p tokens=1024"
-          "-p model=llama3-8b -p tokens=4096 -e ConnectorBenchmark -e SocketBaseline.echo -e MooncakeBindingBenchmark -e LmChunkBenchmark"
-          "-p model=qwen2.5-0.5b,deepseek-v3-mla -p tokens=1024 -e ConnectorBenchmark -e SocketBaseline.echo -e MooncakeBindingBenchmark -e LmChunkBenchmark")
+          "-p model=llama3-8b -p tokens=4096 $ONCE $NOT_LAYERS"
+          "-p model=qwen2.5-0.5b,deepseek-v3-mla -p tokens=1024 $ONCE $NOT_LAYERS")
     SET_STORES=(all removable removable removable)
     TIMING=(-f 1 -wi 2 -w 400ms -i 3 -r 400ms) ;;
   full)
-    SETS=("-e MooncakeBindingBenchmark -e ConnectorBenchmark" "ConnectorBenchmark")
+    SETS=("$NOT_LAYERS -e ConnectorBenchmark" "ConnectorBenchmark")
     SET_STORES=(all removable)
     TIMING=(-f 2 -wi 3 -w 1s -i 5 -r 1s) ;;
   *)

@@ -101,7 +101,8 @@ public final class LatencyTable {
         if (s.role() == Series.Role.OURS) {
             for (Row p : shape) {
                 Series ps = p.series();
-                boolean memoryPeer = s.domain() == Series.Domain.MEMORY && ps.backend().equals("chronicle-bytes");
+                boolean memoryPeer = s.domain() == Series.Domain.MEMORY && !handOver(s)
+                        && ps.backend().equals("chronicle-bytes");
                 boolean redisPeer = s.speaksRedis() && ps.role() == Series.Role.PEER
                         && ps.domain() == Series.Domain.NETWORK && ps.direction() == s.direction();
                 if (memoryPeer || redisPeer) {
@@ -114,9 +115,14 @@ public final class LatencyTable {
                 floor.map(f -> row.p50Us() / f.p50Us()).orElse(Double.NaN), List.copyOf(peers));
     }
 
+    /** A hand-over between processes copies the layer twice: its floor is two memcpys, not one. */
+    private static boolean handOver(Series s) {
+        return s.direction() == Series.Direction.HAND_OVER;
+    }
+
     private static Optional<Row> floorFor(Series s, List<Row> shape) {
         return shape.stream().filter(f -> f.series().role() == Series.Role.FLOOR).filter(f -> switch (s.domain()) {
-            case MEMORY -> f.series().backend().equals("memcpy");
+            case MEMORY -> f.series().backend().equals("memcpy") && handOver(f.series()) == handOver(s);
             case NETWORK -> f.series().backend().equals("socket") && f.series().direction() == s.direction();
             case OTHER -> false;
         }).findFirst();

@@ -131,7 +131,8 @@ public final class ReportMain {
             md.append("| ").append(r.series().backend()).append(" | ").append(r.series().op())
                     .append(r.series().perRequest() ? " (request / " + r.layers() + ")" : "").append(" | ")
                     .append(micros(r.p50Us())).append(" | ").append(micros(r.p99Us())).append(" | ")
-                    .append(String.format(Locale.ROOT, "%.2f", r.gbPerSecond())).append(" | ")
+                    .append(r.series().movesLayer() ? String.format(Locale.ROOT, "%.2f", r.gbPerSecond()) : "n/a")
+                    .append(" | ")
                     .append(Double.isNaN(r.allocPerLayer()) ? "n/a" : bytes(Math.round(r.allocPerLayer())))
                     .append(" | ").append(floorCell(r)).append(" | ").append(peerCell(r)).append(" |\n");
         }

@@ -15,8 +15,8 @@ public record Series(String backend, String op, Domain domain, Direction directi
     /** Where the bytes go, which decides the floor. */
     public enum Domain { MEMORY, NETWORK, OTHER }
 
-    /** Which way the bytes go. */
-    public enum Direction { COPY, PUT, GET, ECHO }
+    /** Which way the bytes go; {@code HAND_OVER}: put by one process and read by another, copied twice. */
+    public enum Direction { COPY, PUT, GET, ECHO, HAND_OVER }
 
     /** Who the series belongs to. */
     public enum Role { FLOOR, PEER, OURS }
@@ -40,6 +40,13 @@ public record Series(String backend, String op, Domain domain, Direction directi
                     false);
             case "LettuceBaseline" -> new Series("lettuce", m, Domain.NETWORK, direction(m), Role.PEER, false);
             case "JedisBaseline" -> new Series("jedis", m, Domain.NETWORK, direction(m), Role.PEER, false);
+            case "ShmCrossProcessBenchmark" -> switch (m) {
+                case "twoCopies" -> new Series("memcpy", "2 copies", Domain.MEMORY, Direction.HAND_OVER, Role.FLOOR,
+                        false);
+                case "handOff" -> new Series("pipe", "hand-off", Domain.OTHER, Direction.HAND_OVER, Role.FLOOR, false);
+                default -> new Series("shm: 2 processes", "put+drop-select", Domain.MEMORY, Direction.HAND_OVER,
+                        Role.OURS, false);
+            };
             case "StoreLayerBenchmark" -> ours(r, "store", m, false);
             case "ConnectorBenchmark" -> ours(r, "connector", m, true);
             case "LmChunkBenchmark" -> ours(r, "chunks", m, true);
@@ -67,6 +74,11 @@ public record Series(String backend, String op, Domain domain, Direction directi
             case "echo" -> Direction.ECHO;
             default -> Direction.COPY;
         };
+    }
+
+    /** Whether an operation moves a layer; the control pipe's hand-off moves one byte each way, so has no GB/s. */
+    public boolean movesLayer() {
+        return !backend.equals("pipe");
     }
 
     /** Whether this is one of ours on the Valkey wire, which has Lettuce and Jedis as its peers. */

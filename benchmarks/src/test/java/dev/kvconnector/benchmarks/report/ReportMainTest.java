@@ -11,6 +11,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
 import javax.xml.parsers.DocumentBuilderFactory;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -128,6 +129,46 @@ class ReportMainTest {
         assertTrue(md.contains("## llama3-8b, 1024 tokens: 4.00 MiB per layer, 32 layers"), md);
         assertTrue(md.contains("3.10 2.00 1.00 at the start"), md);
         assertTrue(md.contains("| llama3-8b | 1024 | 1.25x |"), "glance row starts with chronicle's ratio\n" + md);
+    }
+
+    @Test
+    void twoProcessShmHandOverIsComparedWithTwoMemcpys() {
+        String pkg = "dev.kvconnector.benchmarks.";
+        Map<String, String> shape = Map.of("model", "llama3-8b", "tokens", "1024");
+        Map<String, String> shm = Map.of("model", "llama3-8b", "tokens", "1024", "shm", "shm:/kvc-xproc-{unique}");
+        List<BenchResult> run = List.of(
+                result(pkg + "MemcpyBaseline.copy", shape, 130),
+                result(pkg + "ChronicleBytesBaseline.copy", shape, 140),
+                result(pkg + "StoreLayerBenchmark.put", Map.of("model", "llama3-8b", "tokens", "1024", "store",
+                        "shm:/kvc-bench-{unique}"), 195),
+                result(pkg + "ShmCrossProcessBenchmark.twoCopies", shm, 260),
+                result(pkg + "ShmCrossProcessBenchmark.putThenPeerDropSelect", shm, 364),
+                result(pkg + "ShmCrossProcessBenchmark.handOff", shm, 15));
+        List<LatencyTable.Row> table = LatencyTable.build(run);
+        LatencyTable.Row handOver = only(table, "shm: 2 processes put+drop-select");
+        assertEquals("memcpy 2 copies", handOver.floor());
+        assertEquals(1.4, handOver.floorRatio(), EPS);
+        assertTrue(handOver.peers().isEmpty(), "Chronicle's single copy is no peer of a two-copy hand-over");
+        LatencyTable.Row put = only(table, "shm: store put");
+        assertEquals("memcpy copy", put.floor());
+        assertEquals(1.5, put.floorRatio(), EPS);
+        assertEquals(Series.Role.FLOOR, only(table, "memcpy 2 copies").series().role());
+        assertTrue(Double.isNaN(only(table, "pipe hand-off").floorRatio()));
+        ReportMain.Machine m = new ReportMain.Machine("Test CPU", 2, "Linux 6.1", "25.0.3", "1 1 1", "1 1 1");
+        String md = ReportMain.markdown(table, run, m, "quick", "2026-01-01T00:00:00Z");
+        assertTrue(md.contains("| shm: 2 processes | put+drop-select | 364.0 us | 364.0 us | 11.52 | 0 B "
+                + "| 1.40x memcpy 2 copies |  |"), md);
+        assertTrue(md.contains("| pipe | hand-off | 15.0 us | 15.0 us | n/a | 0 B | floor |  |"), md);
+    }
+
+    private static BenchResult result(String benchmark, Map<String, String> params, double p50) {
+        return new BenchResult(benchmark, params, p50, p50, 100, 0, "25", "1 fork(s)");
+    }
+
+    private static LatencyTable.Row only(List<LatencyTable.Row> table, String label) {
+        List<LatencyTable.Row> found = table.stream().filter(r -> r.series().label().equals(label)).toList();
+        assertEquals(1, found.size(), label + " in " + table);
+        return found.getFirst();
     }
 
     @Test
