@@ -674,6 +674,11 @@ public final class ValkeyStore implements KVStore {
         } else if (upper.startsWith("LOADING") || upper.startsWith("BUSY") || upper.startsWith("TRYAGAIN")
                 || upper.startsWith("MASTERDOWN")) {
             b = KVException.of(ErrorCode.BUSY, hp + " is busy: " + msg).hint("retry after a back-off");
+        } else if (clusterNode && upper.startsWith("CLUSTERDOWN")) {
+            b = KVException.of(ErrorCode.BUSY, hp + " says the cluster is down: " + msg)
+                    .hint("a master failed and no replica has taken over its slots yet (that takes about "
+                            + "cluster-node-timeout), or slots are unassigned; retry after a back-off, and check "
+                            + "CLUSTER INFO if it persists");
         } else if (upper.startsWith("MOVED") || upper.startsWith("ASK") || upper.startsWith("CROSSSLOT")
                 || upper.startsWith("CLUSTERDOWN")) {
             b = KVException.of(ErrorCode.STORE_ERROR, hp + " is a cluster node: " + msg)
