@@ -26,7 +26,7 @@ public final class RedisServerFixture implements AutoCloseable {
      * returning them to the kernel. By default jemalloc purges freed memory after a decay time, and at once for
      * allocations of 8 MiB and more; the next request's values then land on fresh pages, one page fault per 4 KiB.
      * On this project's VM a fault on a fresh page costs 40-75 us (measured), so a 16 MiB SET faulted 8,196 pages
-     * (its value and the next query buffer) and took 6x longer than with this setting, and a request of 128 MiB
+     * (its value and the next query buffer) and ran 6-10x slower than with this setting, and a request of 128 MiB
      * of new keys faulted 25,000 pages: the benchmark measured the hypervisor, not the client. Every client here
      * (ours, Lettuce, Jedis) gets the same server. Read by Debian's redis-server, which links the system jemalloc.
      */
