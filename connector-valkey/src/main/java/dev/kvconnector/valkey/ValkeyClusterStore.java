@@ -10,8 +10,10 @@ import dev.kvconnector.valkey.resp.RespReader;
 import dev.kvconnector.valkey.resp.RespSettings;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.EnumSet;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -26,7 +28,11 @@ import org.slf4j.LoggerFactory;
  * <p>Each key goes to the master that owns its slot (see {@link ClusterSlots}; put a hash tag such as
  * {@code {req-42}:L07} in keys that should live together). The slot map comes from CLUSTER SLOTS at open. A MOVED
  * reply reloads the map and retries on the new owner; an ASK reply (a slot being migrated) retries once on the
- * named node after ASKING, without touching the map. At most {@value #MAX_REDIRECTS} redirects per call.
+ * named node after ASKING, without touching the map. When a master cannot be reached (connection refused or lost,
+ * or no progress for the timeout), the map is reloaded from the other nodes: if a replica took over the slot, the
+ * call goes on there; if the cluster still names the dead master, the call fails with STORE_UNREACHABLE saying so
+ * (a failover takes about cluster-node-timeout). At most {@value #MAX_REDIRECTS} redirects and failovers per call.
+ * {@code valkeys+cluster://} is the same over TLS, with the TLS options of {@link ValkeyStore}.
  *
  * <p>Each master gets its own connection pool. Batch puts and gets are pipelined per master (see
  * {@link #putBatch}); batch removes go key by key.
@@ -69,12 +75,28 @@ public final class ValkeyClusterStore implements KVStore {
 
     /** Reloads the slot map from {@code via}, else from any known node, else from the seeds. */
     private void refresh(ValkeyStore via) {
+        refresh(via, null);
+    }
+
+    /**
+     * Reloads the slot map from {@code via}, else from any known node, else from the seeds; a node in
+     * {@code unreachable} is asked last, so that a dead master's connect attempts come only when no other node
+     * answers.
+     */
+    private void refresh(ValkeyStore via, ValkeyStore unreachable) {
         synchronized (refreshLock) {
             List<ValkeyStore> candidates = new ArrayList<>();
             if (via != null) {
                 candidates.add(via);
             }
-            candidates.addAll(nodes.values());
+            for (ValkeyStore n : nodes.values()) {
+                if (n != via && n != unreachable) {
+                    candidates.add(n);
+                }
+            }
+            if (unreachable != null) {
+                candidates.add(unreachable);
+            }
             KVException last = null;
             for (ValkeyStore c : candidates) {
                 try {
@@ -178,6 +200,12 @@ public final class ValkeyClusterStore implements KVStore {
                     case SIZE -> target.size(key);
                     default -> target.remove(key) ? 1 : 0;
                 };
+            } catch (KVException e) {
+                if (redirects == MAX_REDIRECTS) {
+                    throw e;
+                }
+                target = ownerAfterFailure(e, target, ClusterSlots.slot(key), OP_NAMES[op], key);
+                ask = false;
             } catch (Redirect r) {
                 if (redirects == MAX_REDIRECTS) {
                     throw KVException.of(ErrorCode.STORE_ERROR, "more than " + MAX_REDIRECTS + " redirects for "
@@ -202,6 +230,37 @@ public final class ValkeyClusterStore implements KVStore {
                 }
             }
         }
+    }
+
+    /**
+     * After {@code failed} could not be reached for {@code slot}: reloads the slot map from the other nodes and
+     * returns the slot's new owner, so that the call follows a failover (a replica promoted in place of a dead
+     * master). Rethrows {@code e} when it is not a connection failure, and throws a STORE_UNREACHABLE that says
+     * so when the cluster still maps the slot to the unreachable master (the failover has not happened yet, or
+     * the master has no replica).
+     */
+    private ValkeyStore ownerAfterFailure(KVException e, ValkeyStore failed, int slot, String op, String key) {
+        if (e.code() != ErrorCode.STORE_UNREACHABLE && e.code() != ErrorCode.TIMEOUT) {
+            throw e;
+        }
+        try {
+            refresh(null, failed);
+        } catch (KVException refreshFailed) {
+            e.addSuppressed(refreshFailed);
+            throw e;
+        }
+        ValkeyStore now = owners[slot];
+        if (now != null && now != failed) {
+            LOG.info("slot {} moved from unreachable {} to {}: following the failover", slot,
+                    failed.endpoint().hostPort(), now.endpoint().hostPort());
+            return now;
+        }
+        throw KVException.of(e.code(), "the master of slot " + slot + ", " + failed.endpoint().hostPort()
+                        + ", is unreachable and the cluster still maps the slot to it (" + e.getMessage() + ")")
+                .store(uri.masked()).operation(op).key(key).cause(e)
+                .hint("a replica takes over after cluster-node-timeout when the master has one; retry after that, "
+                        + "and check CLUSTER NODES for a failed master without replicas")
+                .build();
     }
 
     @Override
@@ -246,9 +305,12 @@ public final class ValkeyClusterStore implements KVStore {
         if (single != null) {
             try {
                 single.putBatch(keys, values, count, options, stored);
-            } catch (Redirect r) {
+            } catch (Redirect | KVException r) {
+                if (r instanceof KVException e) {
+                    ownerAfterFailure(e, single, ClusterSlots.slot(keys[0]), "putBatch", keys[0]);
+                }
                 for (int i = 0; i < count; i++) {
-                    if (!stored[i]) {
+                    if (!stored[i] || r instanceof KVException) {
                         stored[i] = route(PUT, keys[i], values[i], options) == 1;
                     }
                 }
@@ -270,6 +332,10 @@ public final class ValkeyClusterStore implements KVStore {
                 g.getKey().putBatch(k, v, n, options, st);
             } catch (Redirect r) {
                 redirected = true;
+            } catch (KVException e) {
+                ownerAfterFailure(e, g.getKey(), ClusterSlots.slot(k[0]), "putBatch", k[0]);
+                redirected = true;
+                Arrays.fill(st, false);
             }
             for (int j = 0; j < n; j++) {
                 stored[idx.get(j)] = st[j] || redirected && route(PUT, k[j], v[j], options) == 1;
@@ -285,9 +351,12 @@ public final class ValkeyClusterStore implements KVStore {
         if (single != null) {
             try {
                 single.getIntoBatch(keys, dsts, count, results);
-            } catch (Redirect r) {
+            } catch (Redirect | KVException r) {
+                if (r instanceof KVException e) {
+                    ownerAfterFailure(e, single, ClusterSlots.slot(keys[0]), "getIntoBatch", keys[0]);
+                }
                 for (int i = 0; i < count; i++) {
-                    if (results[i] == RespReader.REPLY_ERROR) {
+                    if (results[i] == RespReader.REPLY_ERROR || r instanceof KVException) {
                         results[i] = route(GET, keys[i], dsts[i], null);
                     }
                 }
@@ -306,9 +375,12 @@ public final class ValkeyClusterStore implements KVStore {
             }
             try {
                 g.getKey().getIntoBatch(k, d, n, res);
-            } catch (Redirect r) {
+            } catch (Redirect | KVException r) {
+                if (r instanceof KVException e) {
+                    ownerAfterFailure(e, g.getKey(), ClusterSlots.slot(k[0]), "getIntoBatch", k[0]);
+                }
                 for (int j = 0; j < n; j++) {
-                    if (res[j] == RespReader.REPLY_ERROR) {
+                    if (res[j] == RespReader.REPLY_ERROR || r instanceof KVException) {
                         res[j] = route(GET, k[j], d[j], null);
                     }
                 }
@@ -350,21 +422,23 @@ public final class ValkeyClusterStore implements KVStore {
         return groups;
     }
 
-    /** PING and INFO on every master; names each. */
+    /** PING and INFO on every master that owns slots; names each. */
     @Override
     public String healthCheck() {
         int covered = 0;
+        Set<ValkeyStore> masters = new LinkedHashSet<>();
         for (ValkeyStore owner : owners) {
             if (owner != null) {
                 covered++;
+                masters.add(owner);
             }
         }
-        StringBuilder b = new StringBuilder(uri.masked()).append(": ").append(nodes.size()).append(" nodes, ")
+        StringBuilder b = new StringBuilder(uri.masked()).append(": ").append(masters.size()).append(" masters, ")
                 .append(covered).append(" of ").append(owners.length).append(" slots covered");
         if (covered < owners.length) {
             b.append(" (WARNING: keys in uncovered slots fail; check CLUSTER SLOTS and the cluster's state)");
         }
-        for (ValkeyStore n : nodes.values()) {
+        for (ValkeyStore n : masters) {
             b.append("; ").append(n.healthCheck());
         }
         return b.toString();

@@ -19,6 +19,8 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * A {@link KVStore} on a Valkey or Redis server (standalone), through the zero-copy RESP client of
@@ -44,6 +46,7 @@ import java.util.Set;
  * command in one flush, then every reply in order.
  */
 public final class ValkeyStore implements KVStore {
+    private static final Logger LOG = LoggerFactory.getLogger(ValkeyStore.class);
     /** The options this store accepts in its URI. */
     public static final Set<String> OPTIONS = Set.of("ttl", "timeout", "connect-timeout", "pool", "max-reply",
             "protocol");
@@ -100,8 +103,8 @@ public final class ValkeyStore implements KVStore {
         this.clusterNode = clusterNode;
     }
 
-    /** What the server told us at open. */
-    private record ServerLimits(long maxValueBytes, String maxmemoryPolicy, int protocol) {
+    /** What the server told us at open; {@code maxmemoryBytes} is -1 when CONFIG GET was refused. */
+    private record ServerLimits(long maxValueBytes, String maxmemoryPolicy, long maxmemoryBytes, int protocol) {
     }
 
     /**
@@ -146,8 +149,13 @@ public final class ValkeyStore implements KVStore {
         Endpoint endpoint = new Endpoint(host, port, uri.masked());
         ConnectionPool pool = new ConnectionPool(endpoint, settings);
         try {
-            return new ValkeyStore(uri, endpoint, pool, uri.durationMillisParam("ttl", 0),
-                    readServerLimits(pool, endpoint), clusterNode);
+            ServerLimits limits = readServerLimits(pool, endpoint);
+            String warning = memoryPolicyWarning(endpoint.hostPort(), limits.maxmemoryPolicy(),
+                    limits.maxmemoryBytes());
+            if (warning != null) {
+                LOG.warn(warning);
+            }
+            return new ValkeyStore(uri, endpoint, pool, uri.durationMillisParam("ttl", 0), limits, clusterNode);
         } catch (RuntimeException e) {
             pool.close();
             throw e;
@@ -196,10 +204,12 @@ public final class ValkeyStore implements KVStore {
         boolean clean = false;
         try {
             c.writer().array(3).raw(CONFIG).raw(CONFIG_GET).bulk("proto-max-bulk-len")
-                    .array(3).raw(CONFIG).raw(CONFIG_GET).bulk("maxmemory-policy").flush();
+                    .array(3).raw(CONFIG).raw(CONFIG_GET).bulk("maxmemory-policy")
+                    .array(3).raw(CONFIG).raw(CONFIG_GET).bulk("maxmemory").flush();
             Map<String, String> bulkLen = c.reader().readStringMap();
             String configError = bulkLen == null ? c.reader().lastError() : null;
             Map<String, String> policy = c.reader().readStringMap();
+            Map<String, String> maxmemory = c.reader().readStringMap();
             clean = true;
             if (configError != null && configError.startsWith("NOAUTH")) {
                 // RESP2 without a password sends no AUTH: the first command is where a server says it needs one.
@@ -208,20 +218,44 @@ public final class ValkeyStore implements KVStore {
                         .store(endpoint.maskedUri()).operation("open")
                         .hint("the server requires a password: valkey://[user]:password@host:port").build();
             }
-            long maxValue = DEFAULT_MAX_VALUE_BYTES;
-            String bulk = bulkLen == null ? null : bulkLen.get("proto-max-bulk-len");
-            if (bulk != null) {
-                try {
-                    maxValue = Long.parseLong(bulk.trim());
-                } catch (NumberFormatException e) {
-                    maxValue = DEFAULT_MAX_VALUE_BYTES;
-                }
-            }
+            long maxValue = configLong(bulkLen, "proto-max-bulk-len", DEFAULT_MAX_VALUE_BYTES);
             String mm = policy == null ? null : policy.get("maxmemory-policy");
-            return new ServerLimits(maxValue, mm == null ? "unknown (CONFIG GET refused)" : mm, c.protocol());
+            return new ServerLimits(maxValue, mm == null ? "unknown (CONFIG GET refused)" : mm,
+                    configLong(maxmemory, "maxmemory", -1), c.protocol());
         } finally {
             pool.release(c, clean);
         }
+    }
+
+    private static long configLong(Map<String, String> config, String name, long fallback) {
+        String v = config == null ? null : config.get(name);
+        if (v == null) {
+            return fallback;
+        }
+        try {
+            return Long.parseLong(v.trim());
+        } catch (NumberFormatException e) {
+            return fallback;
+        }
+    }
+
+    /**
+     * The warning logged at open when the server refuses writes rather than evicting: {@code noeviction} (the
+     * server's default) suits a database, not a cache that fills up by design. Null for other policies.
+     *
+     * @param maxmemoryBytes the server's maxmemory in bytes; 0 for none; -1 when unknown
+     */
+    static String memoryPolicyWarning(String hostPort, String policy, long maxmemoryBytes) {
+        if (!"noeviction".equals(policy)) {
+            return null;
+        }
+        String consequence = maxmemoryBytes == 0
+                ? "no maxmemory is set, so the server grows until the machine runs out of memory (and may be "
+                + "killed); set maxmemory, and maxmemory-policy allkeys-lru"
+                : "once its memory is full" + (maxmemoryBytes > 0 ? " (maxmemory " + maxmemoryBytes + " bytes)" : "")
+                + ", every put fails with STORE_FULL instead of evicting old entries; a KV cache wants "
+                + "maxmemory-policy allkeys-lru, or volatile-lru with ttl= set";
+        return hostPort + " runs with maxmemory-policy noeviction: " + consequence;
     }
 
     @Override
@@ -640,6 +674,11 @@ public final class ValkeyStore implements KVStore {
         } else if (upper.startsWith("LOADING") || upper.startsWith("BUSY") || upper.startsWith("TRYAGAIN")
                 || upper.startsWith("MASTERDOWN")) {
             b = KVException.of(ErrorCode.BUSY, hp + " is busy: " + msg).hint("retry after a back-off");
+        } else if (clusterNode && upper.startsWith("CLUSTERDOWN")) {
+            b = KVException.of(ErrorCode.BUSY, hp + " says the cluster is down: " + msg)
+                    .hint("a master failed and no replica has taken over its slots yet (that takes about "
+                            + "cluster-node-timeout), or slots are unassigned; retry after a back-off, and check "
+                            + "CLUSTER INFO if it persists");
         } else if (upper.startsWith("MOVED") || upper.startsWith("ASK") || upper.startsWith("CROSSSLOT")
                 || upper.startsWith("CLUSTERDOWN")) {
             b = KVException.of(ErrorCode.STORE_ERROR, hp + " is a cluster node: " + msg)

@@ -8,7 +8,7 @@ import java.util.Set;
 /**
  * Opens {@link ValkeyStore}s for {@code valkey://} URIs and their alias {@code redis://}, and for their TLS
  * forms {@code valkeys://} and {@code rediss://}; opens {@link ValkeyClusterStore}s for {@code valkey+cluster://}
- * and {@code redis+cluster://}. Found through
+ * and {@code redis+cluster://}, and over TLS {@code valkeys+cluster://} and {@code rediss+cluster://}. Found through
  * {@link java.util.ServiceLoader}.
  */
 public final class ValkeyStoreProvider implements KVStoreProvider {
@@ -18,7 +18,8 @@ public final class ValkeyStoreProvider implements KVStoreProvider {
 
     @Override
     public Set<String> schemes() {
-        return Set.of("valkey", "redis", "valkeys", "rediss", "valkey+cluster", "redis+cluster");
+        return Set.of("valkey", "redis", "valkeys", "rediss", "valkey+cluster", "redis+cluster", "valkeys+cluster",
+                "rediss+cluster");
     }
 
     @Override

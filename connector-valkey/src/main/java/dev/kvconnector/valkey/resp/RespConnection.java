@@ -15,7 +15,7 @@ import javax.net.ssl.SSLParameters;
 /**
  * One TCP connection to a RESP server, with its reader, writer and handshake.
  *
- * <p>The channel is in blocking mode: on loopback and fast networks a blocking read or gather write is one
+ * <p>The channel is in blocking mode: on loopback and fast networks a blocking read or write is one
  * system call that returns when bytes moved, whereas a selector adds an epoll wait and a wake-up per buffer-full.
  * Blocking channels ignore {@code SO_TIMEOUT}, so timeouts are enforced by the pool's watchdog, which closes the
  * channel of an operation that made no progress for {@code timeout=} (see {@link InFlight}); that wakes the

@@ -11,7 +11,7 @@ import java.nio.ByteBuffer;
  * connection.
  */
 final class SegmentViews {
-    private static final int SLOTS = 64;
+    private static final int SLOTS = 256;
     private final MemorySegment[] segments = new MemorySegment[SLOTS];
     private final ByteBuffer[] views = new ByteBuffer[SLOTS];
 

@@ -4,7 +4,6 @@ import java.io.EOFException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.ByteChannel;
-import java.nio.channels.GatheringByteChannel;
 import java.nio.channels.SocketChannel;
 import javax.net.ssl.SSLEngine;
 import javax.net.ssl.SSLEngineResult;
@@ -13,14 +12,14 @@ import javax.net.ssl.SSLSession;
 
 /**
  * TLS over a blocking {@link SocketChannel}, through an {@link SSLEngine}. Encryption is the one copy TLS
- * needs: a gather write encrypts straight from the caller's buffers (the command buffer and the value's memory)
- * into the network buffer, and a read decrypts straight into the destination when it has room for a whole TLS
+ * needs: a write encrypts straight from the caller's buffer (the command buffer or the value's memory) into the
+ * network buffer, and a read decrypts straight into the destination when it has room for a whole TLS
  * record, else through a small application buffer.
  *
  * <p>Blocking like the plain path; the pool's watchdog closes the underlying socket to end a stalled call. Not
  * thread-safe: one per connection.
  */
-final class TlsChannel implements ByteChannel, GatheringByteChannel {
+final class TlsChannel implements ByteChannel {
     private static final ByteBuffer[] NOTHING = {ByteBuffer.allocate(0)};
 
     private final SocketChannel socket;
@@ -28,6 +27,8 @@ final class TlsChannel implements ByteChannel, GatheringByteChannel {
     private final ByteBuffer netIn;
     private final ByteBuffer netOut;
     private final ByteBuffer appIn;
+    /** The argument array of {@link SSLEngine#wrap(ByteBuffer[], int, int, ByteBuffer)}, reused per write. */
+    private final ByteBuffer[] single = new ByteBuffer[1];
     private boolean inboundClosed;
 
     TlsChannel(SocketChannel socket, SSLEngine engine) {
@@ -157,18 +158,13 @@ final class TlsChannel implements ByteChannel, GatheringByteChannel {
     }
 
     @Override
-    public long write(ByteBuffer[] srcs, int offset, int length) throws IOException {
-        return wrap(srcs, offset, length);
-    }
-
-    @Override
-    public long write(ByteBuffer[] srcs) throws IOException {
-        return wrap(srcs, 0, srcs.length);
-    }
-
-    @Override
     public int write(ByteBuffer src) throws IOException {
-        return (int) wrap(new ByteBuffer[] {src}, 0, 1);
+        single[0] = src;
+        try {
+            return (int) wrap(single, 0, 1);
+        } finally {
+            single[0] = null;
+        }
     }
 
     /** Encrypts one record's worth of {@code srcs} and sends it; returns the plaintext bytes consumed. */
