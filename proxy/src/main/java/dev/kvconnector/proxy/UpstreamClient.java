@@ -17,8 +17,6 @@ import org.apache.hc.core5.io.CloseMode;
 import org.apache.hc.core5.pool.PoolConcurrencyPolicy;
 import org.apache.hc.core5.util.TimeValue;
 import org.apache.hc.core5.util.Timeout;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
 import java.net.ConnectException;
@@ -54,7 +52,6 @@ import java.util.concurrent.atomic.LongAdder;
  * and removal per exchange.
  */
 final class UpstreamClient implements AutoCloseable {
-    private static final Logger LOG = LoggerFactory.getLogger(UpstreamClient.class);
     /** How long an idle upstream connection is kept: under uvicorn's (vLLM's) 5 s keep-alive, so it is rarely stale. */
     static final TimeValue IDLE_KEEP = TimeValue.ofSeconds(4);
 
@@ -137,9 +134,8 @@ final class UpstreamClient implements AutoCloseable {
             // A response already read on this connection means it was reused from the pool.
             boolean reused = endpoint != null && endpoint.getResponseCount() > 0;
             if (reused) {
+                // HttpClient logs the retry itself (INFO, org.apache.hc.client5.http.impl.classic.HttpRequestRetryExec).
                 staleRetries.increment();
-                LOG.debug("{} {}: reused connection closed before the response ({}); sending once more",
-                        request.getMethod(), request.getRequestUri(), exception.toString());
             }
             return reused;
         }
