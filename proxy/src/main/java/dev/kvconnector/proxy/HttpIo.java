@@ -41,7 +41,8 @@ final class HttpIo {
      */
     static byte[] readLimited(InputStream in, long maxBytes) throws IOException {
         int limit = (int) Math.min(maxBytes, Integer.MAX_VALUE - 16);
-        byte[] buf = new byte[Math.min(limit + 1, 8192)];
+        // Completion bodies are mostly small; the array doubles for long prompts.
+        byte[] buf = new byte[Math.min(limit + 1, 2048)];
         int n = 0;
         while (true) {
             if (n == buf.length) {

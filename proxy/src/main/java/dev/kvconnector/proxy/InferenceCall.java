@@ -26,7 +26,7 @@ final class InferenceCall {
     private static final ContentType JSON = ContentType.create("application/json");
     private static final int ERROR_SNIPPET_BYTES = 64 << 10;
     /** One read of a streamed answer: several SSE events at a time when D is faster than the client. */
-    private static final int STREAM_BUFFER_BYTES = 8 << 10;
+    private static final int STREAM_BUFFER_BYTES = 4 << 10;
 
     private final XpydProxy proxy;
     private final ProxyConfig config;

@@ -129,7 +129,7 @@ final class UpstreamExchange {
 
     /** Drains and drops the body (the V0 prefill answer), still bounded by the deadline. */
     void discardBody(long deadlineNanos) throws UpstreamFailure, InterruptedException {
-        byte[] scratch = new byte[4096];
+        byte[] scratch = new byte[1024];
         while (read(scratch, deadlineNanos) >= 0) {
             // The bytes are dropped: only the prefill's side effect in the KV store matters.
         }
