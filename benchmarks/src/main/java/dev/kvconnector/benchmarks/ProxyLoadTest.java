@@ -49,12 +49,27 @@ import org.HdrHistogram.Histogram;
  * less of the shared cores from the servers under test. {@code --client=jdk} uses the JDK {@code HttpClient}
  * instead, for comparison.
  *
+ * <p>Measured on the 2-core build machine shared with other builds (load average 11-16, so only ratios within one
+ * run mean anything), {@code 1,10,50,200 10}: proxy CPU per request 2,170 / 890 / 600 / 420 us at 1 / 10 / 50 /
+ * 200 clients; p50 overhead 1.4 / 7.1 / 20 / 70 ms, which is the queueing the proxy's CPU adds: at 200 clients
+ * the three JVMs serve 2,100 direct against 1,130 proxied requests per second. The goal (1 ms at p50, 5 ms at
+ * p99, 200 clients) would need under 10 us of proxy CPU per request on 2 cores; one exchange of the JDK server
+ * costs the instances about 100 us. Before the proxy moved to Apache HttpClient 5 (same run, alternated twice):
+ * 4,100-5,000 us at 1 client (overhead 2.8-3.1 ms at p50), 890-1,240 us at 200. Where the proxy's CPU goes
+ * (JFR, 50 clients): about two thirds on the virtual threads' carriers (request parsing in the JDK server,
+ * the two upstream exchanges, JSON, virtual-thread park and resume), a sixth on the JDK server's dispatcher
+ * (a selector wake-up per exchange), the rest JIT and GC. The JDK {@code HttpClient} as load client cost 870
+ * us of the client's CPU per direct request against 230 us for the raw client, and doubled the direct p50 at
+ * one client (2.5 ms against 0.5 ms): the earlier in-process measurement charged that to everything.
+ *
  * <p>Not a JMH benchmark: it measures servers under concurrent load, which JMH's per-thread harness does not
  * model. Run it with
  * {@code java --enable-native-access=ALL-UNNAMED -cp benchmarks/target/benchmarks.jar
  * dev.kvconnector.benchmarks.ProxyLoadTest [clients[,clients...]] [requestsPerClient] [--client=raw|jdk]
- * [--rounds=N] [--min-requests=N]}: each round runs at least {@code requestsPerClient} per client and at least
- * {@code --min-requests} (1000) in all. The system property {@code proxyload.proxyJvmArgs} adds JVM options to the proxy's JVM (for
+ * [--rounds=N] [--min-requests=N] [--token-ms=N]}: each round runs at least {@code requestsPerClient} per client
+ * and at least {@code --min-requests} (1000) in all; {@code --token-ms} makes D stream a chunk every N ms, as
+ * a decoding instance does, so that the clients' streams stay open and the cores are not saturated: the
+ * overhead then is the proxy's latency at that many concurrent streams rather than queueing. The system property {@code proxyload.proxyJvmArgs} adds JVM options to the proxy's JVM (for
  * example {@code -XX:StartFlightRecording=filename=proxy.jfr}).
  */
 public final class ProxyLoadTest {
@@ -87,7 +102,7 @@ public final class ProxyLoadTest {
      */
     public static void main(String[] args) throws Exception {
         if (args.length > 0 && args[0].equals("instances")) {
-            serveInstances();
+            serveInstances(Long.parseLong(args[1]));
             return;
         }
         if (args.length > 0 && args[0].equals("proxy")) {
@@ -98,6 +113,7 @@ public final class ProxyLoadTest {
         boolean jdkClient = false;
         int rounds = 3;
         int minRequests = 1000;
+        long tokenMillis = 0;
         for (String a : args) {
             if (a.equals("--client=jdk")) {
                 jdkClient = true;
@@ -105,6 +121,8 @@ public final class ProxyLoadTest {
                 jdkClient = false;
             } else if (a.startsWith("--min-requests=")) {
                 minRequests = Integer.parseInt(a.substring("--min-requests=".length()));
+            } else if (a.startsWith("--token-ms=")) {
+                tokenMillis = Long.parseLong(a.substring("--token-ms=".length()));
             } else if (a.startsWith("--rounds=")) {
                 rounds = Integer.parseInt(a.substring("--rounds=".length()));
             } else {
@@ -114,12 +132,13 @@ public final class ProxyLoadTest {
         int[] levels = Arrays.stream((positional.isEmpty() ? "200" : positional.get(0)).split(","))
                 .mapToInt(Integer::parseInt).toArray();
         int perClient = positional.size() > 1 ? Integer.parseInt(positional.get(1)) : 10;
-        System.out.printf("proxy load test: streaming completions (8 chunks), instant instances, flow v0, %s client, "
+        System.out.printf("proxy load test: streaming completions (8 chunks), %s, flow v0, %s client, "
                 + "%d requests per client per round (at least %d in all), %d rounds alternating direct and proxied; "
-                + "%d cores; load average before: %s%n", jdkClient ? "JDK HttpClient" : "raw socket", perClient,
+                + "%d cores; load average before: %s%n", tokenMillis == 0 ? "instant instances"
+                        : "instances streaming a chunk every " + tokenMillis + " ms", jdkClient ? "JDK HttpClient" : "raw socket", perClient,
                 minRequests, rounds,
                 Runtime.getRuntime().availableProcessors(), loadAverage());
-        Child instances = Child.start(List.of(), "instances");
+        Child instances = Child.start(List.of(), "instances", Long.toString(tokenMillis));
         Child proxy = null;
         boolean missed = false;
         try {
@@ -595,9 +614,9 @@ public final class ProxyLoadTest {
         }
     }
 
-    private static void serveInstances() throws IOException {
-        HttpServer p = instantInstance();
-        HttpServer d = instantInstance();
+    private static void serveInstances(long tokenMillis) throws IOException {
+        HttpServer p = instance(0);
+        HttpServer d = instance(tokenMillis);
         System.out.println(READY + " " + p.getAddress().getPort() + " " + d.getAddress().getPort());
         try {
             awaitParentGone();
@@ -615,8 +634,11 @@ public final class ProxyLoadTest {
         }
     }
 
-    /** An OpenAI-compatible instance that answers at once: a test double of vLLM, for load only. */
-    static HttpServer instantInstance() throws IOException {
+    /**
+     * An OpenAI-compatible instance, a test double of vLLM for load only: it answers at once, or streams a chunk
+     * every {@code tokenMillis} ms, like a decode step.
+     */
+    static HttpServer instance(long tokenMillis) throws IOException {
         System.setProperty("sun.net.httpserver.nodelay", "true");
         // The JDK server closes idle keep-alive connections beyond 200 (its default), which a client may be about to
         // reuse; with hundreds of clients plus the proxy's own pool, allow more.
@@ -625,12 +647,12 @@ public final class ProxyLoadTest {
         s.setExecutor(Executors.newVirtualThreadPerTaskExecutor());
         s.createContext("/v1/models", ex -> reply(ex, MODELS));
         s.createContext("/health", ex -> reply(ex, new byte[0]));
-        s.createContext("/v1/completions", ProxyLoadTest::completion);
+        s.createContext("/v1/completions", ex -> completion(ex, tokenMillis));
         s.start();
         return s;
     }
 
-    private static void completion(HttpExchange ex) throws IOException {
+    private static void completion(HttpExchange ex, long tokenMillis) throws IOException {
         byte[] body;
         try (InputStream in = ex.getRequestBody()) {
             body = in.readAllBytes();
@@ -643,6 +665,14 @@ public final class ProxyLoadTest {
         ex.sendResponseHeaders(200, 0);
         try (OutputStream out = ex.getResponseBody()) {
             for (byte[] chunk : CHUNKS) {
+                if (tokenMillis > 0) {
+                    try {
+                        Thread.sleep(tokenMillis);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        throw new IOException("interrupted while streaming", e);
+                    }
+                }
                 out.write(chunk);
                 out.flush();
             }
