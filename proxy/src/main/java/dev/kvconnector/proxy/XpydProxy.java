@@ -51,6 +51,11 @@ import java.util.concurrent.atomic.AtomicLong;
  * rounds run with TCP_NODELAY it matched or beat Jetty run in the same round, and it adds no dependency. What it lacks: it cannot notice a client that leaves
  * while the proxy waits on a silent upstream; the next write notices, and the first-byte and total timeouts
  * bound every upstream wait.
+ *
+ * <p>Its executor: a virtual thread per exchange. In the proxy load test ({@code benchmarks/.../ProxyLoadTest},
+ * 200 clients, run twice alternating, load average 10-15) a cached pool of platform threads cost the proxy
+ * 1,050-1,300 us of CPU per request against 690-720 us with virtual threads; at one client neither was
+ * consistently ahead.
  */
 public final class XpydProxy implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(XpydProxy.class);
