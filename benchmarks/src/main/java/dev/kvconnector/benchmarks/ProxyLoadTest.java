@@ -53,9 +53,9 @@ import org.HdrHistogram.Histogram;
  * run mean anything), {@code 1,10,50,200 10}: proxy CPU per request 2,170 / 890 / 600 / 420 us at 1 / 10 / 50 /
  * 200 clients; p50 overhead 1.4 / 7.1 / 20 / 70 ms, which is the queueing the proxy's CPU adds: at 200 clients
  * the three JVMs serve 2,100 direct against 1,130 proxied requests per second. Over seven runs the proxy's CPU
- * per request at 200 clients ranged from 420 to 820 us, and its p50 overhead at one client from 1.2 to 1.7 ms. The goal (1 ms at p50, 5 ms at
- * p99, 200 clients) would need under 10 us of proxy CPU per request on 2 cores; one exchange of the JDK server
- * costs the instances about 100 us. Before the proxy moved to Apache HttpClient 5 (same run, alternated twice):
+ * per request at 200 clients ranged from 420 to 820 us, and its p50 overhead at one client from 1.2 to 1.7 ms.
+ * The goal (1 ms at p50, 5 ms at p99, 200 clients) would need under 10 us of proxy CPU per request on 2 cores;
+ * one exchange of the JDK server costs the instances about 100 us. Before the proxy moved to Apache HttpClient 5 (same run, alternated twice):
  * 4,100-5,000 us at 1 client (overhead 2.8-3.1 ms at p50), 890-1,240 us at 200. Where the proxy's CPU goes
  * (JFR): by thread, about two thirds on the virtual threads' carriers, a sixth on the JDK server's dispatcher
  * (a selector wake-up per exchange), the rest JIT and GC; by code, of the Java samples at 200 clients,
