@@ -49,30 +49,29 @@ import org.HdrHistogram.Histogram;
  * less of the shared cores from the servers under test. {@code --client=jdk} uses the JDK {@code HttpClient}
  * instead, for comparison.
  *
- * <p>Measured on the 2-core build machine shared with other builds (load average 11-16, so only ratios within one
- * run mean anything), {@code 1,10,50,200 10}: proxy CPU per request 2,170 / 890 / 600 / 420 us at 1 / 10 / 50 /
- * 200 clients; p50 overhead 1.4 / 7.1 / 20 / 70 ms, which is the queueing the proxy's CPU adds: at 200 clients
- * the three JVMs serve 2,100 direct against 1,130 proxied requests per second. Over seven runs the proxy's CPU
- * per request at 200 clients ranged from 420 to 820 us, and its p50 overhead at one client from 1.2 to 1.7 ms.
- * The goal (1 ms at p50, 5 ms at p99, 200 clients) would need under 10 us of proxy CPU per request on 2 cores;
- * one exchange of the JDK server costs the instances about 100 us. Before the proxy moved to Apache HttpClient 5 (same run, alternated twice):
- * 4,100-5,000 us at 1 client (overhead 2.8-3.1 ms at p50), 890-1,240 us at 200. Where the proxy's CPU goes
- * (JFR): by thread, about two thirds on the virtual threads' carriers, a sixth on the JDK server's dispatcher
- * (a selector wake-up per exchange), the rest JIT and GC; by code, of the Java samples at 200 clients,
- * HttpClient 5 38% (a sixth of that rebuilding request URIs), the JDK server 28%, the proxy's own code 14%,
- * Jackson 11% (two bodies written, one read), virtual-thread and fork-join scheduling 6%. The JDK {@code HttpClient} as load client cost 870
- * us of the client's CPU per direct request against 230 us for the raw client, and doubled the direct p50 at
- * one client (2.5 ms against 0.5 ms): the earlier in-process measurement charged that to everything.
+ * <p>Measured on the 2-core build machine shared with other builds (load average 11-16, so only ratios within one run
+ * mean anything), {@code 1,10,50,200 10}: proxy CPU per request 2,170 / 890 / 600 / 420 us at 1 / 10 / 50 / 200
+ * clients; p50 overhead 1.4 / 7.1 / 20 / 70 ms, which is the queueing the proxy's CPU adds: at 200 clients the three
+ * JVMs serve 2,100 direct against 1,130 proxied requests per second. Over seven runs the proxy's CPU per request at 200
+ * clients ranged from 420 to 820 us, and its p50 overhead at one client from 1.2 to 1.7 ms. The goal (1 ms at p50, 5 ms
+ * at p99, 200 clients) would need under 10 us of proxy CPU per request on 2 cores; one exchange of the JDK server costs
+ * the instances about 100 us. Before the proxy moved to Apache HttpClient 5 (same run, alternated twice): 4,100-5,000
+ * us at 1 client (overhead 2.8-3.1 ms at p50), 890-1,240 us at 200. Where the proxy's CPU goes (JFR): by thread, about
+ * two thirds on the virtual threads' carriers, a sixth on the JDK server's dispatcher (a selector wake-up per
+ * exchange), the rest JIT and GC; by code, of the Java samples at 200 clients, HttpClient 5 38% (a sixth of that
+ * rebuilding request URIs), the JDK server 28%, the proxy's own code 14%, Jackson 11% (two bodies written, one read),
+ * virtual-thread and fork-join scheduling 6%. The JDK {@code HttpClient} as load client cost 870 us of the client's CPU
+ * per direct request against 230 us for the raw client, and doubled the direct p50 at one client (2.5 ms against 0.5
+ * ms): the earlier in-process measurement charged that to everything.
  *
- * <p>Not a JMH benchmark: it measures servers under concurrent load, which JMH's per-thread harness does not
- * model. Run it with
- * {@code java --enable-native-access=ALL-UNNAMED -cp benchmarks/target/benchmarks.jar
- * dev.kvconnector.benchmarks.ProxyLoadTest [clients[,clients...]] [requestsPerClient] [--client=raw|jdk]
- * [--rounds=N] [--min-requests=N] [--token-ms=N]}: each round runs at least {@code requestsPerClient} per client
- * and at least {@code --min-requests} (1000) in all; {@code --token-ms} makes D stream a chunk every N ms, as
- * a decoding instance does, so that the clients' streams stay open and the cores are not saturated: the
- * overhead then is the proxy's latency at that many concurrent streams rather than queueing. The system property {@code proxyload.proxyJvmArgs} adds JVM options to the proxy's JVM (for
- * example {@code -XX:StartFlightRecording=filename=proxy.jfr}).
+ * <p>Not a JMH benchmark: it measures servers under concurrent load, which JMH's per-thread harness does not model. Run
+ * it with {@code java --enable-native-access=ALL-UNNAMED -cp benchmarks/target/benchmarks.jar
+ * dev.kvconnector.benchmarks.ProxyLoadTest [clients[,clients...]] [requestsPerClient] [--client=raw|jdk] [--rounds=N]
+ * [--min-requests=N] [--token-ms=N]}: each round runs at least {@code requestsPerClient} per client and at least {@code
+ * --min-requests} (1000) in all; {@code --token-ms} makes D stream a chunk every N ms, as a decoding instance does, so
+ * that the clients' streams stay open and the cores are not saturated: the overhead then is the proxy's latency at that
+ * many concurrent streams rather than queueing. The system property {@code proxyload.proxyJvmArgs} adds JVM options to
+ * the proxy's JVM (for example {@code -XX:StartFlightRecording=filename=proxy.jfr}).
  */
 public final class ProxyLoadTest {
     private static final String MODEL = "load-test-model";
@@ -90,7 +89,8 @@ public final class ProxyLoadTest {
 
     static {
         for (int i = 0; i < 8; i++) {
-            CHUNKS[i] = ("data: {\"choices\":[{\"index\":0,\"text\":\"t" + i + "\"}]}\n\n").getBytes(StandardCharsets.UTF_8);
+            CHUNKS[i] = ("data: {\"choices\":[{\"index\":0,\"text\":\"t" + i + "\"}]}\n\n")
+                    .getBytes(StandardCharsets.UTF_8);
         }
         CHUNKS[8] = DONE;
     }
@@ -137,7 +137,8 @@ public final class ProxyLoadTest {
         System.out.printf("proxy load test: streaming completions (8 chunks), %s, flow v0, %s client, "
                 + "%d requests per client per round (at least %d in all), %d rounds alternating direct and proxied; "
                 + "%d cores; load average before: %s%n", tokenMillis == 0 ? "instant instances"
-                        : "instances streaming a chunk every " + tokenMillis + " ms", jdkClient ? "JDK HttpClient" : "raw socket", perClient,
+                        : "instances streaming a chunk every " + tokenMillis + " ms",
+                jdkClient ? "JDK HttpClient" : "raw socket", perClient,
                 minRequests, rounds,
                 Runtime.getRuntime().availableProcessors(), loadAverage());
         Child instances = Child.start(List.of(), "instances", Long.toString(tokenMillis));
@@ -364,8 +365,9 @@ public final class ProxyLoadTest {
             this.address = new InetSocketAddress(hostPort.substring(0, colon),
                     Integer.parseInt(hostPort.substring(colon + 1)));
             byte[] payload = json.getBytes(StandardCharsets.UTF_8);
-            byte[] head = ("POST /v1/completions HTTP/1.1\r\nHost: " + hostPort + "\r\nContent-Type: application/json\r\n"
-                    + "Content-Length: " + payload.length + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII);
+            byte[] head = ("POST /v1/completions HTTP/1.1\r\nHost: " + hostPort
+                    + "\r\nContent-Type: application/json\r\nContent-Length: " + payload.length + "\r\n\r\n")
+                    .getBytes(StandardCharsets.US_ASCII);
             this.request = Arrays.copyOf(head, head.length + payload.length);
             System.arraycopy(payload, 0, request, head.length, payload.length);
             this.reconnects = reconnects;
@@ -429,7 +431,7 @@ public final class ProxyLoadTest {
             }
             bodyLength = 0;
             if (chunked) {
-                for (int size = Integer.parseInt(line().trim(), 16); size > 0; size = Integer.parseInt(line().trim(), 16)) {
+                for (int size = chunkSize(); size > 0; size = chunkSize()) {
                     readBody(size);
                     line();
                 }
@@ -445,6 +447,10 @@ public final class ProxyLoadTest {
             if (closeAfter) {
                 close();
             }
+        }
+
+        private int chunkSize() throws IOException {
+            return Integer.parseInt(line().trim(), 16);
         }
 
         private boolean endsWithDone() {

@@ -38,12 +38,12 @@ import java.util.concurrent.atomic.LongAdder;
  *   <li>JDK {@code HttpClient}, same-thread executor: 150-210 us, 3,900-4,900 req/s;</li>
  *   <li>Apache HttpClient 5 classic on virtual threads: 82-106 us, 5,100-7,500 req/s.</li>
  * </ul>
- * The JDK client moves every response through its selector thread and executor to the waiting caller (two
- * thread hand-offs per chunk); the blocking client reads the socket on the caller's own virtual thread. In the
- * proxy load test ({@code benchmarks/.../ProxyLoadTest}, proxy in its own JVM, old and new alternated in one
- * run) the switch halved the proxy's CPU per request at one client (4,100-5,000 to 2,100-2,250 us; p50 overhead
- * 2.8-3.1 to 1.6-1.7 ms) and cut it by 10-35% at 200 clients. The health probes and model checks stay on the JDK client: they are
- * rare GETs, and the JDK client retries an idempotent GET on a stale connection by itself.
+ * The JDK client moves every response through its selector thread and executor to the waiting caller (two thread
+ * hand-offs per chunk); the blocking client reads the socket on the caller's own virtual thread. In the proxy load test
+ * ({@code benchmarks/.../ProxyLoadTest}, proxy in its own JVM, old and new alternated in one run) the switch halved the
+ * proxy's CPU per request at one client (4,100-5,000 to 2,100-2,250 us; p50 overhead 2.8-3.1 to 1.6-1.7 ms) and cut it
+ * by 10-35% at 200 clients. The health probes and model checks stay on the JDK client: they are rare GETs, and the JDK
+ * client retries an idempotent GET on a stale connection by itself.
  *
  * <p>Deadlines (first byte, whole answer) are enforced by one sweeper thread that aborts the exchanges past
  * theirs every {@link #SWEEP_MILLIS} ms, since a socket timeout bounds one read, not a sum of reads. Sockets get
@@ -135,7 +135,8 @@ final class UpstreamClient implements AutoCloseable {
             // A response already read on this connection means it was reused from the pool.
             boolean reused = endpoint != null && endpoint.getResponseCount() > 0;
             if (reused) {
-                // HttpClient logs the retry itself (INFO, org.apache.hc.client5.http.impl.classic.HttpRequestRetryExec).
+                // HttpClient logs the retry itself (INFO, logger org.apache.hc.client5.http.impl.classic
+                // .HttpRequestRetryExec).
                 staleRetries.increment();
             }
             return reused;

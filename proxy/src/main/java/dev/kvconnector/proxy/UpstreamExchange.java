@@ -16,9 +16,9 @@ import java.util.Arrays;
  * One request to an upstream instance, sent and read by the (virtual) thread that serves the client, with
  * deadlines (first byte, total).
  *
- * <p>{@link UpstreamClient}'s sweeper aborts the exchange once its deadline passes; {@link #cancel()} (client
- * gone, request done elsewhere) aborts it too. Aborting closes the connection, so the instance sees the request abandoned. The body is read
- * as the caller asks for it, so a slow client slows the upstream read instead of filling memory.
+ * <p>{@link UpstreamClient}'s sweeper aborts the exchange once its deadline passes; {@link #cancel()} (client gone,
+ * request done elsewhere) aborts it too. Aborting closes the connection, so the instance sees the request abandoned.
+ * The body is read as the caller asks for it, so a slow client slows the upstream read instead of filling memory.
  */
 final class UpstreamExchange {
     final Instance instance;

@@ -27,7 +27,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 class StaleConnectionTest extends ProxyTestBase {
 
-    private static final String STREAM = "{\"model\":\"test-model\",\"prompt\":\"hi\",\"max_tokens\":2,\"stream\":true}";
+    private static final String STREAM =
+            "{\"model\":\"test-model\",\"prompt\":\"hi\",\"max_tokens\":2,\"stream\":true}";
 
     @Test
     void requestOnAConnectionTheInstanceClosedWhileIdleIsSentAgainToTheSameInstance() throws Exception {
@@ -187,7 +188,9 @@ class StaleConnectionTest extends ProxyTestBase {
             }
             StringBuilder sb = new StringBuilder("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
                     + "Transfer-Encoding: chunked\r\n\r\n");
-            for (String event : List.of("data: {\"choices\":[{\"index\":0,\"text\":\"t0\"}]}\n\n", "data: [DONE]\n\n")) {
+            List<String> events = List.of("data: {\"choices\":[{\"index\":0,\"text\":\"t0\"}]}\n\n",
+                    "data: [DONE]\n\n");
+            for (String event : events) {
                 sb.append(Integer.toHexString(event.length())).append("\r\n").append(event).append("\r\n");
             }
             sb.append("0\r\n\r\n");
