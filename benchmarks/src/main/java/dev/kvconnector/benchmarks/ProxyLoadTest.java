@@ -49,20 +49,28 @@ import org.HdrHistogram.Histogram;
  * less of the shared cores from the servers under test. {@code --client=jdk} uses the JDK {@code HttpClient}
  * instead, for comparison.
  *
- * <p>Measured on the 2-core build machine shared with other builds (load average 11-16, so only ratios within one run
- * mean anything), {@code 1,10,50,200 10}: proxy CPU per request 2,170 / 890 / 600 / 420 us at 1 / 10 / 50 / 200
- * clients; p50 overhead 1.4 / 7.1 / 20 / 70 ms, which is the queueing the proxy's CPU adds: at 200 clients the three
- * JVMs serve 2,100 direct against 1,130 proxied requests per second. Over seven runs the proxy's CPU per request at 200
- * clients ranged from 420 to 820 us, and its p50 overhead at one client from 1.2 to 1.7 ms. The goal (1 ms at p50, 5 ms
- * at p99, 200 clients) would need under 10 us of proxy CPU per request on 2 cores; one exchange of the JDK server costs
- * the instances about 100 us. Before the proxy moved to Apache HttpClient 5 (same run, alternated twice): 4,100-5,000
- * us at 1 client (overhead 2.8-3.1 ms at p50), 890-1,240 us at 200. Where the proxy's CPU goes (JFR): by thread, about
- * two thirds on the virtual threads' carriers, a sixth on the JDK server's dispatcher (a selector wake-up per
- * exchange), the rest JIT and GC; by code, of the Java samples at 200 clients, HttpClient 5 38% (a sixth of that
- * rebuilding request URIs), the JDK server 28%, the proxy's own code 14%, Jackson 11% (two bodies written, one read),
- * virtual-thread and fork-join scheduling 6%. The JDK {@code HttpClient} as load client cost 870 us of the client's CPU
- * per direct request against 230 us for the raw client, and doubled the direct p50 at one client (2.5 ms against 0.5
- * ms): the earlier in-process measurement charged that to everything.
+ * <p>Measured on the 2-core build machine shared with other builds, {@code 1,10,50,200 10}, the proxy before and
+ * after its move to Apache HttpClient 5, run one after the other while the load average was 5-7:
+ * <pre>
+ * clients               1            10           50           200
+ * proxy CPU/request     5,030 us ->  1,567 ->     960 ->       998 ->
+ *                       1,287 us     537          367          403
+ * p50 overhead          2.7 -> 0.6   10.5 -> 2.9  26 -> 9.9    117 -> 47 ms
+ * p99 overhead          12.9 -> 4.4  31 -> 6.4    159 -> 26    129 -> 92 ms
+ * proxied req/s         218 -> 722   693 -> 1,837 1,149->2,374 935 -> 2,006 (direct: 2,300-4,300)
+ * </pre>
+ * At one client the goal is met (0.6 ms at p50, 4.4 ms at p99); at 10 clients and more the overhead is the
+ * queueing the proxy's CPU adds to cores that the load keeps busy. The goal at 200 clients would need under
+ * 10 us of proxy CPU per request on 2 cores; one exchange of the JDK server costs the instances about 100 us.
+ * Under heavier load from other builds (load average 11-16) the proxy's CPU per request at 200 clients ranged
+ * from 420 to 820 us over seven runs, and its p50 overhead at one client from 1.2 to 1.7 ms. Where the proxy's
+ * CPU goes (JFR): by thread, about two thirds on the virtual threads' carriers, a sixth on the JDK server's
+ * dispatcher (a selector wake-up per exchange), the rest JIT and GC; by code, of the Java samples at 200 clients,
+ * HttpClient 5 38% (a sixth of that rebuilding request URIs), the JDK server 28%, the proxy's own code 14%,
+ * Jackson 11% (two bodies written, one read), virtual-thread and fork-join scheduling 6%. The JDK
+ * {@code HttpClient} as load client cost 870 us of the client's CPU per direct request against 230 us for the
+ * raw client, and made the direct p50 at one client 2.5 ms against 0.5 ms: the earlier in-process measurement
+ * charged that to both sides.
  *
  * <p>Not a JMH benchmark: it measures servers under concurrent load, which JMH's per-thread harness does not model. Run
  * it with {@code java --enable-native-access=ALL-UNNAMED -cp benchmarks/target/benchmarks.jar
