@@ -1,5 +1,7 @@
 package dev.kvconnector.proxy;
 
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.util.JsonRecyclerPools;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.sun.net.httpserver.HttpExchange;
@@ -12,7 +14,13 @@ import java.util.Arrays;
 
 /** Small helpers to read client requests and write JSON answers and OpenAI-style errors. */
 final class HttpIo {
-    static final ObjectMapper JSON = new ObjectMapper();
+    /**
+     * Jackson's default buffer pool is per thread, and every request runs on a new virtual thread, so each parse
+     * allocated fresh buffers (JFR: {@code BufferRecycler} among the proxy's hottest methods); a shared pool
+     * reuses them.
+     */
+    static final ObjectMapper JSON = new ObjectMapper(JsonFactory.builder()
+            .recyclerPool(JsonRecyclerPools.sharedConcurrentDequePool()).build());
 
     private HttpIo() {
     }
@@ -33,7 +41,8 @@ final class HttpIo {
      */
     static byte[] readLimited(InputStream in, long maxBytes) throws IOException {
         int limit = (int) Math.min(maxBytes, Integer.MAX_VALUE - 16);
-        byte[] buf = new byte[Math.min(limit + 1, 8192)];
+        // Completion bodies are mostly small; the array doubles for long prompts.
+        byte[] buf = new byte[Math.min(limit + 1, 2048)];
         int n = 0;
         while (true) {
             if (n == buf.length) {

@@ -6,10 +6,12 @@ import com.sun.net.httpserver.HttpExchange;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import org.apache.hc.client5.http.classic.methods.HttpPost;
+import org.apache.hc.core5.http.ContentType;
+import org.apache.hc.core5.http.io.entity.ByteArrayEntity;
+
 import java.io.IOException;
 import java.io.OutputStream;
-import java.net.http.HttpRequest;
-import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -20,7 +22,11 @@ import java.util.List;
  */
 final class InferenceCall {
     private static final Logger LOG = LoggerFactory.getLogger(InferenceCall.class);
+    /** Sent to the instances as {@code Content-Type: application/json}, without a charset parameter. */
+    private static final ContentType JSON = ContentType.create("application/json");
     private static final int ERROR_SNIPPET_BYTES = 64 << 10;
+    /** One read of a streamed answer: several SSE events at a time when D is faster than the client. */
+    private static final int STREAM_BUFFER_BYTES = 4 << 10;
 
     private final XpydProxy proxy;
     private final ProxyConfig config;
@@ -360,9 +366,10 @@ final class InferenceCall {
                 respondRaw(status, ex.header("Content-Type"), answer);
                 return null;
             }
-            List<ByteBuffer> first = ex.next(firstByte);
+            byte[] buf = new byte[STREAM_BUFFER_BYTES];
+            int n = ex.read(buf, firstByte);
             stats.firstByte.record(ex.elapsedSeconds());
-            streamToClient(ex, status, first, total);
+            streamToClient(ex, status, buf, n, total);
             return null;
         } catch (UpstreamFailure f) {
             stats.errors.increment();
@@ -380,38 +387,23 @@ final class InferenceCall {
         }
     }
 
-    /** Passes D's SSE bytes through, flushing each chunk as it arrives. */
-    private void streamToClient(UpstreamExchange ex, int status, List<ByteBuffer> first, long totalDeadline)
+    /** Passes D's SSE bytes through, flushing each read as it arrives; {@code n} bytes of {@code buf} came first. */
+    private void streamToClient(UpstreamExchange ex, int status, byte[] buf, int n, long totalDeadline)
             throws InterruptedException {
         String type = ex.header("Content-Type");
         client.getResponseHeaders().set("Content-Type", type == null ? "text/event-stream" : type);
         client.getResponseHeaders().set("Cache-Control", "no-cache");
-        byte[] scratch = null;
-        List<ByteBuffer> bufs = first;
         try {
             client.sendResponseHeaders(status, 0);
             responded = true;
             proxy.metrics.response(status);
             proxy.metrics.clientFirstByte.record((System.nanoTime() - startNanos) / 1e9);
             OutputStream out = client.getResponseBody();
-            while (bufs != null) {
-                for (ByteBuffer b : bufs) {
-                    if (b.hasArray()) {
-                        out.write(b.array(), b.arrayOffset() + b.position(), b.remaining());
-                    } else {
-                        if (scratch == null) {
-                            scratch = new byte[8192];
-                        }
-                        while (b.hasRemaining()) {
-                            int n = Math.min(scratch.length, b.remaining());
-                            b.get(scratch, 0, n);
-                            out.write(scratch, 0, n);
-                        }
-                    }
-                }
+            while (n >= 0) {
+                out.write(buf, 0, n);
                 out.flush();
                 try {
-                    bufs = ex.next(totalDeadline);
+                    n = ex.read(buf, totalDeadline);
                 } catch (UpstreamFailure f) {
                     ProxyMetrics.InstanceStats stats = proxy.metrics.of(ex.instance);
                     stats.errors.increment();
@@ -440,16 +432,15 @@ final class InferenceCall {
     // ---- helpers ---------------------------------------------------------------------------------
 
     private UpstreamExchange send(Instance i, byte[] bytes) {
-        HttpRequest.Builder b = HttpRequest.newBuilder(i.uri(path))
-                .header("Content-Type", "application/json")
-                .header("X-Request-Id", requestId)
-                .POST(HttpRequest.BodyPublishers.ofByteArray(bytes));
+        HttpPost post = new HttpPost(i.uri(path));
+        post.setHeader("X-Request-Id", requestId);
+        post.setEntity(new ByteArrayEntity(bytes, JSON));
         String auth = client.getRequestHeaders().getFirst("Authorization");
         if (auth != null) {
-            b.header("Authorization", auth);
+            post.setHeader("Authorization", auth);
         }
         proxy.metrics.of(i).requests.increment();
-        return UpstreamExchange.send(proxy.client, i, b.build());
+        return UpstreamExchange.send(proxy.upstream, i, post);
     }
 
     private static long deadline(UpstreamExchange ex, java.time.Duration d) {

@@ -27,6 +27,7 @@ final class ProxyMetrics {
     final LongAdder prefillRetries = new LongAdder();
     final LongAdder decodeRetries = new LongAdder();
     final LongAdder decodeOnlyFallbacks = new LongAdder();
+    final LongAdder staleConnectionRetries = new LongAdder();
     final Histogram clientFirstByte = new Histogram();
 
     InstanceStats of(Instance i) {
@@ -56,6 +57,8 @@ final class ProxyMetrics {
                 decodeRetries);
         counter(out, "xpyd_proxy_decode_only_total", "Requests decoded without a prefill after prefill failed.",
                 decodeOnlyFallbacks);
+        counter(out, "xpyd_proxy_stale_connection_retries_total", "Requests sent again to the same instance because"
+                + " a reused keep-alive connection closed before the response started.", staleConnectionRetries);
         out.append("# HELP xpyd_proxy_client_first_byte_seconds Time from a client request to its first answer byte.\n")
                 .append("# TYPE xpyd_proxy_client_first_byte_seconds histogram\n");
         clientFirstByte.render(out, "xpyd_proxy_client_first_byte_seconds", "flow=\"all\"");

@@ -1,149 +1,166 @@
 package dev.kvconnector.proxy;
 
+import org.apache.hc.client5.http.ConnectTimeoutException;
+import org.apache.hc.client5.http.classic.methods.HttpPost;
+import org.apache.hc.core5.http.ClassicHttpResponse;
+import org.apache.hc.core5.http.Header;
+import org.apache.hc.core5.http.HttpEntity;
+
 import java.io.IOException;
-import java.net.http.HttpClient;
-import java.net.http.HttpHeaders;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
-import java.nio.ByteBuffer;
-import java.util.List;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.Flow;
-import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.TimeUnit;
+import java.io.InputStream;
+import java.net.ConnectException;
+import java.net.SocketTimeoutException;
+import java.util.Arrays;
 
 /**
- * One request to an upstream instance, read by a (virtual) thread with deadlines.
+ * One request to an upstream instance, sent and read by the (virtual) thread that serves the client, with
+ * deadlines (first byte, total).
  *
- * <p>The JDK client's {@code InputStream} body cannot be unblocked from another thread, so the body arrives
- * through this subscriber into a queue instead: the reader waits with a deadline (first byte, total), and
- * {@link #cancel()} (timeout, client gone, request done elsewhere) cancels the subscription, which makes the
- * client close the connection, so the instance sees the request abandoned. One buffer list is requested at
- * a time, so a slow client slows the upstream read instead of filling memory.
+ * <p>{@link UpstreamClient}'s sweeper aborts the exchange once its deadline passes; {@link #cancel()} (client gone,
+ * request done elsewhere) aborts it too. Aborting closes the connection, so the instance sees the request abandoned.
+ * The body is read as the caller asks for it, so a slow client slows the upstream read instead of filling memory.
  */
-final class UpstreamExchange implements Flow.Subscriber<List<ByteBuffer>> {
-    private static final Object END = new Object();
-
+final class UpstreamExchange {
     final Instance instance;
     final long startNanos;
-    private final LinkedBlockingQueue<Object> queue = new LinkedBlockingQueue<>();
-    private volatile Flow.Subscription subscription;
-    private volatile boolean cancelled;
-    private volatile CompletableFuture<HttpResponse<Void>> future;
+    private final UpstreamClient upstream;
+    private final HttpPost request;
+    private ClassicHttpResponse response;
+    private InputStream body;
+    private boolean ended;
     private boolean released;
-    private HttpHeaders headers;
+    private volatile boolean timedOut;
+    private volatile long deadline;
+    /** Null until the first deadline is set; written after {@link #deadline}, so a reader seeing it sees that. */
+    private volatile String waitingFor;
 
-    private UpstreamExchange(Instance instance) {
+    private UpstreamExchange(UpstreamClient upstream, Instance instance, HttpPost request) {
+        this.upstream = upstream;
         this.instance = instance;
+        this.request = request;
         this.startNanos = System.nanoTime();
     }
 
-    /** Sends the request; the instance's outstanding count is held until {@link #release()}. */
-    static UpstreamExchange send(HttpClient client, Instance instance, HttpRequest request) {
-        UpstreamExchange ex = new UpstreamExchange(instance);
+    /**
+     * Prepares the request; it goes out in {@link #awaitHeaders(long)}. The instance's outstanding count is
+     * held until {@link #release()}.
+     */
+    static UpstreamExchange send(UpstreamClient upstream, Instance instance, HttpPost request) {
         instance.outstanding.incrementAndGet();
-        ex.future = client.sendAsync(request, info -> {
-            ex.queue.add(info);
-            return HttpResponse.BodySubscribers.fromSubscriber(ex);
-        });
-        ex.future.whenComplete((r, t) -> {
-            if (t != null) {
-                ex.queue.add(t);
-            }
-        });
+        UpstreamExchange ex = new UpstreamExchange(upstream, instance, request);
+        upstream.track(ex);
         return ex;
     }
 
     /**
-     * Waits for the status line and headers until {@code deadlineNanos} ({@link System#nanoTime()} based).
+     * Sends the request and waits for the status line and headers until {@code deadlineNanos}
+     * ({@link System#nanoTime()} based).
      *
      * @return the HTTP status
      * @throws UpstreamFailure when the instance failed or the deadline passed
      */
     int awaitHeaders(long deadlineNanos) throws UpstreamFailure, InterruptedException {
-        Object item = take(deadlineNanos, "response headers");
-        if (item instanceof HttpResponse.ResponseInfo info) {
-            headers = info.headers();
-            return info.statusCode();
+        arm(deadlineNanos, "response headers");
+        try {
+            response = upstream.http.executeOpen(null, request, null);
+            HttpEntity entity = response.getEntity();
+            if (entity == null) {
+                ended = true;
+            } else {
+                body = entity.getContent();
+            }
+        } catch (IOException e) {
+            throw failure(e);
         }
-        throw unexpected(item);
+        return response.getCode();
     }
 
     String header(String name) {
-        return headers == null ? null : headers.firstValue(name).orElse(null);
+        Header h = response == null ? null : response.getFirstHeader(name);
+        return h == null ? null : h.getValue();
     }
 
     /**
-     * Returns the next buffers of the body, or null at its end.
+     * Reads the next bytes of the body into {@code buf}, as many as have arrived (at least one).
      *
+     * @return the number of bytes read, or -1 at the end of the body
      * @throws UpstreamFailure when the instance failed or the deadline passed
      */
-    @SuppressWarnings("unchecked")
-    List<ByteBuffer> next(long deadlineNanos) throws UpstreamFailure, InterruptedException {
-        Object item = take(deadlineNanos, "response body");
-        if (item == END) {
-            return null;
-        }
-        if (item instanceof List<?> list) {
-            Flow.Subscription s = subscription;
-            if (s != null) {
-                s.request(1);
-            }
-            return (List<ByteBuffer>) list;
-        }
-        throw unexpected(item);
+    int read(byte[] buf, long deadlineNanos) throws UpstreamFailure, InterruptedException {
+        return read(buf, 0, deadlineNanos);
     }
 
     /** Reads the whole body into one array of at most {@code maxBytes} bytes. */
     byte[] readAll(long deadlineNanos, long maxBytes) throws UpstreamFailure, InterruptedException {
-        var out = new java.io.ByteArrayOutputStream();
-        List<ByteBuffer> bufs;
-        while ((bufs = next(deadlineNanos)) != null) {
-            for (ByteBuffer b : bufs) {
-                if (out.size() + (long) b.remaining() > maxBytes) {
-                    cancel();
-                    throw new UpstreamFailure(instance, "answer larger than " + maxBytes + " bytes", false);
-                }
-                if (b.hasArray()) {
-                    out.write(b.array(), b.arrayOffset() + b.position(), b.remaining());
-                } else {
-                    byte[] tmp = new byte[b.remaining()];
-                    b.get(tmp);
-                    out.write(tmp, 0, tmp.length);
-                }
+        byte[] out = new byte[1024];
+        int size = 0;
+        while (true) {
+            if (size == out.length) {
+                out = Arrays.copyOf(out, out.length * 2);
+            }
+            int n = read(out, size, deadlineNanos);
+            if (n < 0) {
+                return Arrays.copyOf(out, size);
+            }
+            size += n;
+            if (size > maxBytes) {
+                cancel();
+                throw new UpstreamFailure(instance, "answer larger than " + maxBytes + " bytes", false);
             }
         }
-        return out.toByteArray();
+    }
+
+    private int read(byte[] buf, int offset, long deadlineNanos) throws UpstreamFailure, InterruptedException {
+        if (ended) {
+            return -1;
+        }
+        arm(deadlineNanos, "response body");
+        int n;
+        try {
+            n = body.read(buf, offset, buf.length - offset);
+        } catch (IOException e) {
+            throw failure(e);
+        }
+        if (n < 0) {
+            ended = true;
+        }
+        return n;
     }
 
     /** Drains and drops the body (the V0 prefill answer), still bounded by the deadline. */
     void discardBody(long deadlineNanos) throws UpstreamFailure, InterruptedException {
-        while (next(deadlineNanos) != null) {
-            // The buffers are dropped: only the prefill's side effect in the KV store matters.
+        byte[] scratch = new byte[1024];
+        while (read(scratch, deadlineNanos) >= 0) {
+            // The bytes are dropped: only the prefill's side effect in the KV store matters.
         }
     }
 
     /** Abandons the exchange: the connection is closed and the instance sees the request go away. */
     void cancel() {
-        cancelled = true;
-        Flow.Subscription s = subscription;
-        if (s != null) {
-            s.cancel();
-        }
-        CompletableFuture<?> f = future;
-        if (f != null) {
-            f.cancel(true);
-        }
+        request.cancel();
     }
 
     /**
-     * Gives back the instance's outstanding slot; idempotent, so it can be called as soon as the upstream
-     * answer is complete (before the client has it) and again in finally.
+     * Gives back the instance's outstanding slot and the connection (to the pool when the body was read to its
+     * end, closed otherwise); idempotent, so it can be called as soon as the upstream answer is complete
+     * (before the client has it) and again in finally.
      */
     void release() {
-        if (!released) {
-            released = true;
-            instance.outstanding.decrementAndGet();
+        if (released) {
+            return;
+        }
+        released = true;
+        instance.outstanding.decrementAndGet();
+        upstream.untrack(this);
+        if (!ended) {
+            request.cancel();
+        }
+        if (response != null) {
+            try {
+                response.close();
+            } catch (IOException ignored) {
+                // Closing a connection that is given up on anyway: nothing is lost.
+            }
         }
     }
 
@@ -151,63 +168,48 @@ final class UpstreamExchange implements Flow.Subscriber<List<ByteBuffer>> {
         return (System.nanoTime() - startNanos) / 1e9;
     }
 
-    private Object take(long deadlineNanos, String what) throws UpstreamFailure, InterruptedException {
-        long wait = deadlineNanos - System.nanoTime();
-        Object item = wait <= 0 ? queue.poll() : queue.poll(wait, TimeUnit.NANOSECONDS);
-        if (item == null) {
+    /** From now on, the exchange is aborted at {@code deadlineNanos}. */
+    private void arm(long deadlineNanos, String what) throws UpstreamFailure {
+        deadline = deadlineNanos;
+        waitingFor = what;
+        if (deadlineNanos - System.nanoTime() <= 0) {
             cancel();
             throw new UpstreamFailure(instance, "timed out waiting for " + what, true);
         }
-        return item;
     }
 
-    private UpstreamFailure unexpected(Object item) {
-        cancel();
-        if (item instanceof Throwable t) {
-            Throwable cause = t instanceof java.util.concurrent.CompletionException && t.getCause() != null
-                    ? t.getCause() : t;
-            boolean unreachable = cause instanceof java.net.ConnectException
-                    || cause instanceof java.net.http.HttpConnectTimeoutException;
-            return new UpstreamFailure(instance, describe(cause), false, unreachable);
+    /** Called by the sweeper: aborts the exchange when its deadline has passed. */
+    void abortIfPastDeadline(long nowNanos) {
+        if (waitingFor != null && !timedOut && nowNanos - deadline >= 0) {
+            timedOut = true;
+            request.cancel();
         }
-        return new UpstreamFailure(instance, "unexpected " + item, false);
     }
 
-    private static String describe(Throwable t) {
-        if (t instanceof java.net.ConnectException) {
+    private UpstreamFailure failure(IOException e) throws InterruptedException {
+        cancel();
+        if (Thread.currentThread().isInterrupted()) {
+            throw new InterruptedException("interrupted while waiting for " + waitingFor + " from " + instance);
+        }
+        if (timedOut) {
+            return new UpstreamFailure(instance, "timed out waiting for " + waitingFor, true);
+        }
+        if (e instanceof ConnectException || e instanceof ConnectTimeoutException) {
+            return new UpstreamFailure(instance, describe(e), false, true);
+        }
+        if (e instanceof SocketTimeoutException) {
+            return new UpstreamFailure(instance, "timed out waiting for " + waitingFor, true);
+        }
+        return new UpstreamFailure(instance, describe(e), false);
+    }
+
+    private static String describe(IOException e) {
+        if (e instanceof ConnectException) {
             return "connection refused or unreachable (is the instance up and the port right?)";
         }
-        if (t instanceof java.net.http.HttpConnectTimeoutException) {
+        if (e instanceof ConnectTimeoutException) {
             return "connect timed out (host down or firewalled?)";
         }
-        if (t instanceof IOException && t.getMessage() != null) {
-            return t.getClass().getSimpleName() + ": " + t.getMessage();
-        }
-        return t.toString();
-    }
-
-    @Override
-    public void onSubscribe(Flow.Subscription s) {
-        subscription = s;
-        if (cancelled) {
-            s.cancel();
-        } else {
-            s.request(1);
-        }
-    }
-
-    @Override
-    public void onNext(List<ByteBuffer> item) {
-        queue.add(item);
-    }
-
-    @Override
-    public void onError(Throwable t) {
-        queue.add(t);
-    }
-
-    @Override
-    public void onComplete() {
-        queue.add(END);
+        return e.getClass().getSimpleName() + (e.getMessage() == null ? "" : ": " + e.getMessage());
     }
 }
