@@ -1,8 +1,8 @@
 package dev.kvconnector.lmcache.server;
 
-import dev.kvconnector.lmcache.protocol.LmObjectMeta;
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
+import dev.kvconnector.lmcache.protocol.LmObjectMeta;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
