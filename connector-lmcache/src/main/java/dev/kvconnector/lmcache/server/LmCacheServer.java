@@ -29,7 +29,9 @@ import org.slf4j.LoggerFactory;
  * engine behind {@code kvctl lmserver}.
  *
  * <p>Values live off-heap in memory from the C library's malloc ({@link dev.kvconnector.memory.NativeMemory};
- * {@code NativeHeap} says why), bounded by a capacity in bytes with least-recently-used eviction. Each connection
+ * {@code NativeHeap} says why), bounded by a capacity in bytes with least-recently-used eviction. The memory of a
+ * replaced or evicted value of 64 KiB or more is kept, within the capacity, for the next PUT of the same size, so
+ * that a PUT does not fault in fresh pages ({@code OffHeapLruCache} has the measurements). Each connection
  * gets one virtual thread that handles its requests in order, as the Python servers do. Behaviour where the Python servers say nothing or hang:
  * <ul>
  *   <li>PUT never replies (both versions, as in LMCache). A PUT larger than the capacity, or one that cannot get
@@ -162,9 +164,20 @@ public final class LmCacheServer implements AutoCloseable {
         return cache.evictions();
     }
 
-    /** Native bytes allocated and not freed: values stored, in flight, or still being sent. 0 after stop. */
+    /**
+     * Native bytes allocated and not freed: values stored, in flight, or still being sent, and {@link #keptBytes()}.
+     * 0 after stop.
+     */
     public long nativeBytesInUse() {
         return heap.bytesInUse();
+    }
+
+    /**
+     * Bytes of replaced or evicted values' memory kept for the next PUT of the same size; counted against the
+     * capacity and dropped first when a PUT needs room.
+     */
+    public long keptBytes() {
+        return cache.keptBytes();
     }
 
     /** Open client connections. */
@@ -319,16 +332,20 @@ public final class LmCacheServer implements AutoCloseable {
                 LOG.warn("closing connection from {}: PUT of key {} with negative length {}", peer, key, length);
                 return false;
             }
-            if (!cache.reserve(length)) {
-                LOG.warn("dropping PUT from {} of key {}: {} bytes do not fit the capacity of {} bytes", peer, key,
-                        length, capacityBytes);
+            MemorySegment data;
+            try {
+                data = cache.reserve(length);
+            } catch (KVException e) {
+                if (e.code() != ErrorCode.STORE_FULL) {
+                    throw e;
+                }
+                LOG.warn("dropping PUT from {} of key {}: {}", peer, key, e.getMessage());
                 drain(length);
                 return true;
             }
-            MemorySegment data = length == 0 ? MemorySegment.NULL : heap.allocate(length);
             if (data == null) {
-                cache.cancel(length);
-                LOG.warn("dropping PUT from {} of key {}: malloc({}) failed", peer, key, length);
+                LOG.warn("dropping PUT from {} of key {}: {} bytes do not fit the capacity of {} bytes", peer, key,
+                        length, capacityBytes);
                 drain(length);
                 return true;
             }
@@ -344,10 +361,7 @@ public final class LmCacheServer implements AutoCloseable {
                 received = true;
             } finally {
                 if (!received) {
-                    cache.cancel(length);
-                    if (length > 0) {
-                        heap.free(data);
-                    }
+                    cache.cancel(data);
                 }
             }
             cache.commit(key, data, request.meta());

@@ -13,8 +13,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * <p>Why malloc rather than arenas or slabs: values range from kilobytes to gigabytes and live until evicted in
  * any order. An arena per value is the cost the project forbids (a shared arena's close is a global handshake),
  * and a slab allocator would need its own fragmentation handling for such sizes. glibc's malloc is thread-safe,
- * reuses freed blocks, and serves large blocks with {@code mmap}, so an evicted large value goes straight back to
- * the operating system.
+ * reuses freed blocks, and serves large blocks with {@code mmap}, so a large block the server lets go of goes
+ * straight back to the operating system. The price is a page fault per 4 KiB page of every fresh large block, which
+ * is why {@link OffHeapLruCache} keeps freed blocks of 64 KiB and more for the next value of the same size.
  */
 final class NativeHeap {
     private final AtomicLong bytesInUse = new AtomicLong();

@@ -12,7 +12,10 @@ import dev.kvconnector.lmcache.protocol.LmProtocolVersion;
 import dev.kvconnector.lmcache.protocol.LmReplyHeader;
 import dev.kvconnector.lmcache.protocol.LmWire;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.Random;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -111,6 +114,83 @@ class LmCacheServerTest {
         assertEquals(1, server.entryCount());
         assertEquals(500, server.storedBytes());
         assertEquals(500, server.nativeBytesInUse());
+    }
+
+    @Test
+    void aReplacedValuesMemoryIsKeptAndReusedByTheNextPutOfItsSize() throws Exception {
+        int size = 128 << 10;
+        LmCacheServer server = start(LmProtocolVersion.V1, 1 << 20);
+        try (RawLmClient c = new RawLmClient(server.boundPort(), LmProtocolVersion.V1)) {
+            c.put("k", bytes(size, 1));
+            c.put("k", bytes(size, 2));
+            assertEquals(LmWire.SUCCESS, c.exist("k"));
+            assertEquals(size, server.keptBytes(), "the replaced value's memory is kept");
+            assertEquals(2L * size, server.nativeBytesInUse());
+            c.put("k", bytes(size, 3));
+            assertEquals(LmWire.SUCCESS, c.exist("k"));
+            assertEquals(2L * size, server.nativeBytesInUse(), "the third PUT must reuse the kept memory");
+            assertEquals(size, server.keptBytes());
+            c.send(LmWire.GET, "k");
+            assertEquals(size, c.reply().length());
+            assertArrayEquals(bytes(size, 3), c.payload(size));
+            c.put("other", bytes(size + 1, 4));
+            assertEquals(LmWire.SUCCESS, c.exist("other"));
+            assertEquals(size, server.keptBytes(), "a PUT of another size must not take the kept block");
+        }
+        assertEquals(2L * size + 1, server.storedBytes());
+        assertEquals(3L * size + 1, server.nativeBytesInUse());
+    }
+
+    @Test
+    void keptMemoryIsDroppedBeforeAnyEntryIsEvicted() throws Exception {
+        int size = 128 << 10;
+        int capacity = 400 << 10;
+        LmCacheServer server = start(LmProtocolVersion.V0, capacity);
+        try (RawLmClient c = new RawLmClient(server.boundPort(), LmProtocolVersion.V0)) {
+            c.put("a", bytes(size, 1));
+            c.put("a", bytes(size, 2));
+            assertEquals(LmWire.SUCCESS, c.exist("a"));
+            assertEquals(size, server.keptBytes());
+            c.put("b", bytes(200 << 10, 3));
+            assertEquals(LmWire.SUCCESS, c.exist("a"), "kept memory must give way before a stored entry");
+            assertEquals(LmWire.SUCCESS, c.exist("b"));
+        }
+        assertEquals(0, server.evictions());
+        assertEquals(0, server.keptBytes());
+        assertEquals(size + (200 << 10), server.nativeBytesInUse());
+    }
+
+    @Test
+    void storedInFlightAndKeptMemoryStayWithinTheCapacityOverMixedSizes() throws Exception {
+        int capacity = 1 << 20;
+        int[] sizes = {64 << 10, 96 << 10, 128 << 10, 200 << 10, 100};
+        LmCacheServer server = start(LmProtocolVersion.V1, capacity);
+        Map<String, byte[]> latest = new HashMap<>();
+        Random random = new Random(7);
+        int hits = 0;
+        try (RawLmClient c = new RawLmClient(server.boundPort(), LmProtocolVersion.V1)) {
+            for (int i = 0; i < 200; i++) {
+                String key = "k" + random.nextInt(12);
+                byte[] value = bytes(sizes[random.nextInt(sizes.length)], i);
+                c.put(key, value);
+                latest.put(key, value);
+                assertEquals(LmWire.SUCCESS, c.exist(key));
+                assertTrue(server.nativeBytesInUse() <= capacity, server.nativeBytesInUse() + " native bytes over "
+                        + capacity + " after PUT " + i);
+                assertEquals(server.storedBytes() + server.keptBytes(), server.nativeBytesInUse(),
+                        "native memory that is neither stored nor kept after PUT " + i);
+            }
+            assertTrue(server.evictions() > 0, "no eviction under a small capacity");
+            for (Map.Entry<String, byte[]> e : latest.entrySet()) {
+                c.send(LmWire.GET, e.getKey());
+                LmReplyHeader h = c.reply();
+                if (h.code() == LmWire.SUCCESS) {
+                    assertArrayEquals(e.getValue(), c.payload(h.length()), "value of " + e.getKey());
+                    hits++;
+                }
+            }
+        }
+        assertTrue(hits > 0, "no key left to read back");
     }
 
     @Test
