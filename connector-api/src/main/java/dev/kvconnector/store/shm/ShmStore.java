@@ -1272,9 +1272,11 @@ public final class ShmStore implements KVStore {
             return;
         }
         setBits(off / lay.blockSize(), blocks, false);
-        // The next allocation searches from the run just freed: reusing pages the file already has avoids a page
-        // fault (and a zeroed tmpfs page) per 4 KiB that walking on through untouched space would cost.
-        header(H_BITMAP_HINT, off / lay.blockSize());
+        // The next allocation searches from the lowest run freed since the last one: reusing pages the file already
+        // has avoids a page fault (and a zeroed tmpfs page) per 4 KiB that walking on through untouched space would
+        // cost. The lowest, not the latest: a consumer frees a whole request, and the next request must land on the
+        // start of that space, not after its last object and on into fresh pages.
+        header(H_BITMAP_HINT, Math.min(header(H_BITMAP_HINT), off / lay.blockSize()));
         header(H_USED_BLOCKS, header(H_USED_BLOCKS) - blocks);
         map.set(ValueLayout.JAVA_LONG, eo + E_BLOCKS, 0L);
         setState(e, FREE);

@@ -19,6 +19,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -136,6 +137,39 @@ class ShmStoreTest {
         assertTrue(s.put("other", pattern(16, 4), PutOptions.DEFAULT.withIfAbsent(true)));
         assertEquals(2, s.liveEntries());
         assertEquals((1 << 20) - 16_384 - 4096, s.freeBytes(), "the replaced value's space was freed");
+    }
+
+    @Test
+    void aConsumedRequestsSpaceTakesTheNextRequestInsteadOfFreshPages() throws Exception {
+        assumeTrue(dir.startsWith("/dev/shm"), "needs tmpfs, where a file's allocated pages are the ones written");
+        ShmStore s = open("reuse", "capacity=64MiB");
+        Path file = dir.resolve("reuse");
+        MemorySegment value = pattern(1 << 20, 1);
+        long afterFirst = 0;
+        for (int request = 0; request < 6; request++) {
+            for (int layer = 0; layer < 8; layer++) {
+                assertTrue(s.put("r" + request + "-L" + layer, value, PutOptions.DEFAULT));
+            }
+            for (int layer = 0; layer < 8; layer++) {
+                assertTrue(s.remove("r" + request + "-L" + layer));
+            }
+            if (request == 0) {
+                afterFirst = allocatedBytes(file);
+            }
+        }
+        assertTrue(afterFirst >= 8L << 20, "the first request wrote " + afterFirst + " bytes of pages");
+        long grown = allocatedBytes(file) - afterFirst;
+        assertTrue(grown < 1L << 20, "five more requests of the same size touched " + grown
+                + " bytes of fresh pages instead of reusing the space the first one freed");
+    }
+
+    /** The bytes of pages the file holds (st_blocks), which on tmpfs are the pages ever written. */
+    private static long allocatedBytes(Path file) throws IOException, InterruptedException {
+        Process stat = new ProcessBuilder("stat", "-c", "%b %B", file.toString()).redirectErrorStream(true).start();
+        String[] out = new String(stat.getInputStream().readAllBytes(), StandardCharsets.US_ASCII)
+                .trim().split(" ");
+        assertEquals(0, stat.waitFor(), String.join(" ", out));
+        return Long.parseLong(out[0]) * Long.parseLong(out[1]);
     }
 
     @Test
