@@ -49,13 +49,21 @@ public record Series(String backend, String op, Domain domain, Direction directi
             };
             case "StoreLayerBenchmark" -> ours(r, "store", m, false);
             case "ConnectorBenchmark" -> ours(r, "connector", m, true);
-            case "LmChunkBenchmark" -> ours(r, "chunks", m, true);
+            case "LmChunkBenchmark" -> new Series("lm:// chunks", m, Domain.NETWORK, direction(m), Role.OURS, true);
             default -> new Series(r.className(), m, Domain.OTHER, direction(m), Role.OURS, false);
         };
     }
 
+    /**
+     * One of our stores. The Mooncake test double keeps objects in this process, so its floor is memcpy and its
+     * label says "double"; a real Mooncake store is on the network.
+     */
     private static Series ours(BenchResult r, String what, String m, boolean perRequest) {
-        String scheme = scheme(r.param("store", "?"));
+        String uri = r.param("store", "?");
+        String scheme = scheme(uri);
+        if (scheme.equals("mooncake") && uri.contains("mooncake_store_double")) {
+            return new Series("mooncake:// double " + what, m, Domain.MEMORY, direction(m), Role.OURS, perRequest);
+        }
         Domain d = scheme.equals("memory") || scheme.equals("shm") ? Domain.MEMORY : Domain.NETWORK;
         String shown = d == Domain.MEMORY ? scheme + ":" : scheme + "://";
         return new Series(shown + " " + what, m, d, direction(m), Role.OURS, perRequest);

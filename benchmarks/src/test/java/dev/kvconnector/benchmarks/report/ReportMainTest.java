@@ -161,6 +161,31 @@ class ReportMainTest {
         assertTrue(md.contains("| pipe | hand-off | 15.0 us | 15.0 us | n/a | 0 B | floor |  |"), md);
     }
 
+    @Test
+    void theMooncakeDoubleIsInProcessAndLmChunksAreOnTheNetwork() {
+        String pkg = "dev.kvconnector.benchmarks.";
+        Map<String, String> shape = Map.of("model", "llama3-8b", "tokens", "1024");
+        String dbl = "mooncake://127.0.0.1:50779?metadata=P2PHANDSHAKE&library=/x/libmooncake_store_double.so";
+        List<BenchResult> run = List.of(
+                result(pkg + "MemcpyBaseline.copy", shape, 100),
+                result(pkg + "SocketBaseline.sendWithAck", shape, 1000),
+                result(pkg + "StoreLayerBenchmark.put", Map.of("model", "llama3-8b", "tokens", "1024", "store", dbl),
+                        300),
+                result(pkg + "StoreLayerBenchmark.put", Map.of("model", "llama3-8b", "tokens", "1024", "store",
+                        "mooncake://10.0.0.1:50051?library=/opt/libmooncake_store.so"), 1500),
+                result(pkg + "LmChunkBenchmark.put", shape, 32 * 1200));
+        List<LatencyTable.Row> table = LatencyTable.build(run);
+        LatencyTable.Row doubled = only(table, "mooncake:// double store put");
+        assertEquals("memcpy copy", doubled.floor());
+        assertEquals(3.0, doubled.floorRatio(), EPS);
+        LatencyTable.Row real = only(table, "mooncake:// store put");
+        assertEquals("socket send+ack", real.floor());
+        assertEquals(1.5, real.floorRatio(), EPS);
+        LatencyTable.Row chunks = only(table, "lm:// chunks put");
+        assertEquals("socket send+ack", chunks.floor());
+        assertEquals(1.2, chunks.floorRatio(), EPS);
+    }
+
     private static BenchResult result(String benchmark, Map<String, String> params, double p50) {
         return new BenchResult(benchmark, params, p50, p50, 100, 0, "25", "1 fork(s)");
     }
