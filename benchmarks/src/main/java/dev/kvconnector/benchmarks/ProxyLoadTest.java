@@ -82,11 +82,12 @@ import org.HdrHistogram.Histogram;
  * independent users would ({@code --burst} starts them together again). Measured one after the other:
  * <pre>
  * paced, 200 clients     start together (--burst)     spread (default)
- * p50 overhead           34.6 ms                      1.6 ms   (1.6-15 ms over ten runs, load average 1-4)
+ * p50 overhead           34.6 ms                      1.6 ms   (1.6-15 ms over eleven runs, load average 1-4)
  * p99 overhead           126 ms                       -6.3 ms  (-13 to 130 ms over those runs)
  * proxy CPU/request      1,900 us                     3,000 us
  * load average           2.0                          2.1
- * paced, 50 clients, spread: p50 overhead 3.1 ms, p99 4.7 ms, proxy CPU 5,950 us per request (load 1.8)
+ * paced, 50 clients, spread, two runs: p50 overhead 3.1 and 1.6 ms, p99 4.7 and -5.8 ms, proxy CPU 5,950 and
+ *     5,300 us per request (load average 1.8 and 1.1)
  * </pre>
  * Ruled out by measurement: the upstream connection pool (no limit per route or in total; connections follow the
  * requests in flight); its 1 ms stale check on connections idle over 1 s (P as the proxy saw it, spread clients:
