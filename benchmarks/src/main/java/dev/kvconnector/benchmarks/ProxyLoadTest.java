@@ -72,13 +72,41 @@ import org.HdrHistogram.Histogram;
  * raw client, and made the direct p50 at one client 2.5 ms against 0.5 ms: the earlier in-process measurement
  * charged that to both sides.
  *
+ * <p>Paced mode ({@code --token-ms=100}: D sends its 9 events 100 ms apart, so 200 clients use about one of the two
+ * cores). With all clients starting together, the proxied p50 was 20-94 ms above direct and p99 180-365 ms above
+ * (eight runs, load average 2-5), with the proxy at 1,900-3,300 us of CPU per request. The cause was the load, not a
+ * limit in the proxy: clients that start together stay in step, so every request, and every chunk of every stream,
+ * reached the proxy in the same instant, 200 at once, and the proxy's work on them queued although the cores were
+ * idle most of the time. The proxy's own metrics showed it: P's one-token answer, instant when sent straight, took
+ * the proxy 63 ms on average, a quarter of them over 100 ms. The clients now start spread over one stream's length, as
+ * independent users would ({@code --burst} starts them together again). Measured one after the other:
+ * <pre>
+ * paced, 200 clients     start together (--burst)     spread (default)
+ * p50 overhead           34.6 ms                      1.6 ms   (1.6-15 ms over eleven runs, load average 1-4)
+ * p99 overhead           126 ms                       -6.3 ms  (-13 to 130 ms over those runs)
+ * proxy CPU/request      1,900 us                     3,000 us
+ * load average           2.0                          2.1
+ * paced, 50 clients, spread, two runs: p50 overhead 3.1 and 1.6 ms, p99 4.7 and -5.8 ms, proxy CPU 5,950 and
+ *     5,300 us per request (load average 1.8 and 1.1)
+ * </pre>
+ * Ruled out by measurement: the upstream connection pool (no limit per route or in total; connections follow the
+ * requests in flight); its 1 ms stale check on connections idle over 1 s (P as the proxy saw it, spread clients:
+ * 2.1 ms mean with the check, 2.9 ms without); the JDK's poller mode ({@code -Djdk.pollerMode=1} or 2: no difference
+ * beyond the noise). The CPU per request in paced mode, high beside the 400 us of the unpaced run, is not the proxy's
+ * alone: every chunk arriving alone wakes parked threads (poller, carrier), none shared with another chunk, and on
+ * this virtual machine a wake-up is dear. The plain JDK server instances pay it too, 3,100 us per direct request at 50
+ * paced clients against 640 unpaced; the proxy, with a client and an upstream side to each stream, about twice that.
+ * The warm-up now runs every client in paced mode: with 50, the JIT compilers still took a third of the proxy's CPU
+ * in the first measured rounds (per-thread CPU from {@code /proc}).
+ *
  * <p>Not a JMH benchmark: it measures servers under concurrent load, which JMH's per-thread harness does not model. Run
  * it with {@code java --enable-native-access=ALL-UNNAMED -cp benchmarks/target/benchmarks.jar
  * dev.kvconnector.benchmarks.ProxyLoadTest [clients[,clients...]] [requestsPerClient] [--client=raw|jdk] [--rounds=N]
- * [--min-requests=N] [--token-ms=N]}: each round runs at least {@code requestsPerClient} per client and at least {@code
- * --min-requests} (1000) in all; {@code --token-ms} makes D stream a chunk every N ms, as a decoding instance does, so
- * that the clients' streams stay open and the cores are not saturated: the overhead then is the proxy's latency at that
- * many concurrent streams rather than queueing. The system property {@code proxyload.proxyJvmArgs} adds JVM options to
+ * [--min-requests=N] [--token-ms=N] [--burst]}: each round runs at least {@code requestsPerClient} per client and at
+ * least {@code --min-requests} (1000) in all; {@code --token-ms} makes D stream a chunk every N ms, as a decoding
+ * instance does, so that the clients' streams stay open and the cores are not saturated: the overhead then is the
+ * proxy's latency at that many concurrent streams rather than queueing. In that mode client c of n starts c/n of a
+ * stream's length late, unless {@code --burst}. The system property {@code proxyload.proxyJvmArgs} adds JVM options to
  * the proxy's JVM (for example {@code -XX:StartFlightRecording=filename=proxy.jfr}).
  */
 public final class ProxyLoadTest {
@@ -124,6 +152,7 @@ public final class ProxyLoadTest {
         int rounds = 3;
         int minRequests = 1000;
         long tokenMillis = 0;
+        boolean burst = false;
         for (String a : args) {
             if (a.equals("--client=jdk")) {
                 jdkClient = true;
@@ -133,6 +162,8 @@ public final class ProxyLoadTest {
                 minRequests = Integer.parseInt(a.substring("--min-requests=".length()));
             } else if (a.startsWith("--token-ms=")) {
                 tokenMillis = Long.parseLong(a.substring("--token-ms=".length()));
+            } else if (a.equals("--burst")) {
+                burst = true;
             } else if (a.startsWith("--rounds=")) {
                 rounds = Integer.parseInt(a.substring("--rounds=".length()));
             } else {
@@ -142,10 +173,14 @@ public final class ProxyLoadTest {
         int[] levels = Arrays.stream((positional.isEmpty() ? "200" : positional.get(0)).split(","))
                 .mapToInt(Integer::parseInt).toArray();
         int perClient = positional.size() > 1 ? Integer.parseInt(positional.get(1)) : 10;
+        // Paced streams last CHUNKS.length token intervals; clients that all start at once stay in step, so every
+        // request and every chunk of all of them would arrive in the same instant.
+        long spreadNanos = burst ? 0 : CHUNKS.length * tokenMillis * 1_000_000L;
         System.out.printf("proxy load test: streaming completions (8 chunks), %s, flow v0, %s client, "
                 + "%d requests per client per round (at least %d in all), %d rounds alternating direct and proxied; "
                 + "%d cores; load average before: %s%n", tokenMillis == 0 ? "instant instances"
-                        : "instances streaming a chunk every " + tokenMillis + " ms",
+                        : "instances streaming a chunk every " + tokenMillis + " ms, clients "
+                        + (spreadNanos == 0 ? "starting together" : "starting spread over one stream"),
                 jdkClient ? "JDK HttpClient" : "raw socket", perClient,
                 minRequests, rounds,
                 Runtime.getRuntime().availableProcessors(), loadAverage());
@@ -160,12 +195,14 @@ public final class ProxyLoadTest {
             int maxClients = Arrays.stream(levels).max().orElseThrow();
             try (Load load = jdkClient ? new JdkLoad(pAddr, dAddr, proxyAddr) : new RawLoad(maxClients, pAddr, dAddr,
                     proxyAddr)) {
-                // Warm-up: enough requests that the JIT has compiled the hot paths of all three JVMs.
+                // Warm-up: enough requests that the JIT has compiled the hot paths of all three JVMs. Paced
+                // streams leave the cores mostly idle, so all clients warm up at once: with 50, the JIT still
+                // took a third of the proxy's CPU in the first measured rounds (per-thread CPU from /proc).
                 long warmEnd = System.nanoTime() + 10_000_000_000L;
-                int warmClients = Math.min(maxClients, 50);
+                int warmClients = tokenMillis > 0 ? maxClients : Math.min(maxClients, 50);
                 do {
-                    runPhase(load, warmClients, perClient, true);
-                    runPhase(load, warmClients, perClient, false);
+                    runPhase(load, warmClients, perClient, true, spreadNanos);
+                    runPhase(load, warmClients, perClient, false, spreadNanos);
                 } while (System.nanoTime() < warmEnd);
                 for (int clients : levels) {
                     Result direct = new Result();
@@ -173,8 +210,8 @@ public final class ProxyLoadTest {
                     // Enough requests per round that the OS's CPU-time ticks (10 ms) are small beside the total.
                     int n = Math.max(perClient, (minRequests + clients - 1) / clients);
                     for (int r = 0; r < rounds; r++) {
-                        measure(load, clients, n, true, direct, instances, proxy);
-                        measure(load, clients, n, false, proxied, instances, proxy);
+                        measure(load, clients, n, true, spreadNanos, direct, instances, proxy);
+                        measure(load, clients, n, false, spreadNanos, proxied, instances, proxy);
                     }
                     missed |= report(clients, direct, proxied) && clients >= 200;
                 }
@@ -209,13 +246,13 @@ public final class ProxyLoadTest {
         }
     }
 
-    private static void measure(Load load, int clients, int perClient, boolean direct, Result into, Child instances,
-                                Child proxy) throws Exception {
+    private static void measure(Load load, int clients, int perClient, boolean direct, long spreadNanos, Result into,
+                                Child instances, Child proxy) throws Exception {
         long c0 = cpuNanos(ProcessHandle.current());
         long i0 = cpuNanos(instances.process.toHandle());
         long p0 = cpuNanos(proxy.process.toHandle());
         long t0 = System.nanoTime();
-        Histogram h = runPhase(load, clients, perClient, direct);
+        Histogram h = runPhase(load, clients, perClient, direct, spreadNanos);
         into.wallNanos += System.nanoTime() - t0;
         into.clientCpuNanos += cpuNanos(ProcessHandle.current()) - c0;
         into.instancesCpuNanos += cpuNanos(instances.process.toHandle()) - i0;
@@ -242,7 +279,9 @@ public final class ProxyLoadTest {
         return missed;
     }
 
-    private static Histogram runPhase(Load load, int clients, int perClient, boolean direct) throws Exception {
+    /** Runs {@code clients} closed-loop clients, client c starting {@code c / clients} of {@code spreadNanos} late. */
+    private static Histogram runPhase(Load load, int clients, int perClient, boolean direct, long spreadNanos)
+            throws Exception {
         Histogram h = new Histogram(60_000_000_000L, 3);
         try (ExecutorService pool = Executors.newVirtualThreadPerTaskExecutor()) {
             List<Future<Histogram>> fs = new ArrayList<>(clients);
@@ -250,6 +289,7 @@ public final class ProxyLoadTest {
                 int client = c;
                 fs.add(pool.submit(() -> {
                     Histogram mine = new Histogram(60_000_000_000L, 3);
+                    Thread.sleep(Duration.ofNanos(spreadNanos * client / clients));
                     for (int i = 0; i < perClient; i++) {
                         long t0 = System.nanoTime();
                         if (direct) {
