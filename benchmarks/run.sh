@@ -38,8 +38,8 @@ case "$MODE" in
     # Every backend at Llama-3-8B 1024 tokens (including the two-process shm: hand-over, 4 MiB); the layer-level
     # backends (not the connector, not the echo, not the hand-over, not lm://'s per-chunk run) also at Llama-3-8B 4096
     # tokens and at 1024 tokens of the two other presets. 'full' has every combination.
-    # lm:// (per layer, and LmChunkBenchmark's per chunk) runs at Llama-3-8B 1024 tokens only, which keeps its
-    # cost to about 40 s. SET_STORES says which store list each set gets: "all", or "removable" (all but lm://).
+    # lm:// (per layer) and LmChunkBenchmark (per chunk over lm://, lmcache+valkey:// and lmcache+mooncake://) run at
+    # Llama-3-8B 1024 tokens only, which keeps their cost to about 80 s. SET_STORES says which store list each set gets: "all", or "removable" (all but lm://).
     ONCE="-e ConnectorBenchmark -e SocketBaseline.echo -e ShmCrossProcessBenchmark -e LmChunkBenchmark"
     SETS=("-p model=llama3-8b -p tokens=1024 $NOT_LAYERS -e ConnectorBenchmark"
           "ConnectorBenchmark -p model=llama3-8b -p tokens=1024"

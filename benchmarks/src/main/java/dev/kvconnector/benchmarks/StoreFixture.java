@@ -17,6 +17,8 @@ import java.util.stream.Stream;
  *       so {@code valkey://{redis}} measures our Valkey client against the server Lettuce and Jedis use;</li>
  *   <li>{@code {lmserver}}: the Java LMCache server on a free 127.0.0.1 port ({@link LmServerFixture}), so
  *       {@code lm://{lmserver}} measures the {@code lm://} store against it;</li>
+ *   <li>{@code {mooncake-double}}: the {@code host:port?options} of the Mooncake store test double
+ *       ({@link StoreCatalog#mooncakeDouble}), for schemes layered on {@code mooncake://};</li>
  *   <li>{@code {unique}}: a name no other trial uses, for stores named by path such as {@code shm:/kvc-bench-{unique}};
  *       files in {@code /dev/shm} whose name holds it are removed at close.</li>
  * </ul>
@@ -48,6 +50,16 @@ public interface StoreFixture extends AutoCloseable {
                 started.add(lm);
                 uri = uri.replace("{lmserver}", lm.hostPort());
             }
+            if (uri.contains("{mooncake-double}")) {
+                java.nio.file.Path dbl = java.nio.file.Path.of(StoreCatalog.MOONCAKE_DOUBLE).toAbsolutePath();
+                if (!java.nio.file.Files.exists(dbl)) {
+                    throw new IllegalStateException("the Mooncake store test double " + dbl + " is missing: build the "
+                            + "native module (./mvnw -pl native compile, needs cmake and gcc) and run from the "
+                            + "repository root");
+                }
+                String mooncake = StoreCatalog.mooncakeDouble(dbl.toString());
+                uri = uri.replace("{mooncake-double}", mooncake.substring("mooncake://".length()));
+            }
             if (uri.contains("{unique}")) {
                 String unique = ProcessHandle.current().pid() + "-" + System.nanoTime();
                 uri = uri.replace("{unique}", unique);
@@ -55,7 +67,7 @@ public interface StoreFixture extends AutoCloseable {
             }
             if (uri.contains("{") && uri.indexOf('}') > uri.indexOf('{')) {
                 throw new IllegalArgumentException("unknown placeholder in store URI template '" + template
-                        + "'; known: {redis}, {lmserver}, {unique}");
+                        + "'; known: {redis}, {lmserver}, {mooncake-double}, {unique}");
             }
         } catch (RuntimeException e) {
             closeAll(started);

@@ -47,9 +47,9 @@ public record Series(String backend, String op, Domain domain, Direction directi
                 default -> new Series("shm: 2 processes", "put+drop-select", Domain.MEMORY, Direction.HAND_OVER,
                         Role.OURS, false);
             };
-            case "StoreLayerBenchmark" -> ours(r, "store", m, false);
-            case "ConnectorBenchmark" -> ours(r, "connector", m, true);
-            case "LmChunkBenchmark" -> new Series("lm:// chunks", m, Domain.NETWORK, direction(m), Role.OURS, true);
+            case "StoreLayerBenchmark" -> ours(r.param("store", "?"), "store", m, false);
+            case "ConnectorBenchmark" -> ours(r.param("store", "?"), "connector", m, true);
+            case "LmChunkBenchmark" -> ours(r.param("lmStore", "lm://"), "chunks", m, true);
             default -> new Series(r.className(), m, Domain.OTHER, direction(m), Role.OURS, false);
         };
     }
@@ -58,11 +58,10 @@ public record Series(String backend, String op, Domain domain, Direction directi
      * One of our stores. The Mooncake test double keeps objects in this process, so its floor is memcpy and its
      * label says "double"; a real Mooncake store is on the network.
      */
-    private static Series ours(BenchResult r, String what, String m, boolean perRequest) {
-        String uri = r.param("store", "?");
+    private static Series ours(String uri, String what, String m, boolean perRequest) {
         String scheme = scheme(uri);
-        if (scheme.equals("mooncake") && uri.contains("mooncake_store_double")) {
-            return new Series("mooncake:// double " + what, m, Domain.MEMORY, direction(m), Role.OURS, perRequest);
+        if (scheme.endsWith("mooncake") && (uri.contains("mooncake_store_double") || uri.contains("{mooncake-double}"))) {
+            return new Series(scheme + ":// double " + what, m, Domain.MEMORY, direction(m), Role.OURS, perRequest);
         }
         Domain d = scheme.equals("memory") || scheme.equals("shm") ? Domain.MEMORY : Domain.NETWORK;
         String shown = d == Domain.MEMORY ? scheme + ":" : scheme + "://";
