@@ -6,6 +6,7 @@ import dev.kvconnector.store.PutOptions;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -25,6 +26,8 @@ import org.openjdk.jmh.annotations.TearDown;
  * <ul>
  *   <li>{@link #twoCopies}: the floor, two {@code MemorySegment.copy} calls of the layer (source to a middle segment,
  *       middle to a destination), since a hand-over through shared memory copies the layer in and out once each;</li>
+ *   <li>{@link #twoCopiesOnTwoCores}: the same two copies by two threads on two CPUs, so the layer's cache lines
+ *       move between cores as they do between a producer and a consumer process (the report's "vs peer");</li>
  *   <li>{@link #handOff}: the control pipe's round trip alone (one byte each way, no store call), the part of
  *       {@link #putThenPeerDropSelect} that is neither the store nor the copies.</li>
  * </ul>
@@ -147,6 +150,61 @@ public class ShmCrossProcessBenchmark {
         }
     }
 
+    /**
+     * Three native segments and a second thread that copies the middle segment out as soon as this thread has copied
+     * the source in, for the two-core floor. Both threads spin, so no wake-up is counted: only the two copies and the
+     * move of the layer's cache lines from one core to the other, which a hand-over between processes on two cores
+     * also pays and {@link #twoCopies} on one core never does.
+     */
+    @State(Scope.Thread)
+    public static class TwoCores extends Copies {
+        private static final int IDLE = 0;
+        private static final int COPY_OUT = 1;
+        private static final int DONE = 2;
+        private static final int STOP = 3;
+        final AtomicInteger phase = new AtomicInteger(IDLE);
+        Thread copier;
+
+        /** Starts the copying thread; with one CPU two spinning threads would measure the scheduler, so it refuses. */
+        @Setup(Level.Trial)
+        public void startCopier() {
+            if (Runtime.getRuntime().availableProcessors() < 2) {
+                throw new IllegalStateException("twoCopiesOnTwoCores needs two CPUs; this JVM may use "
+                        + Runtime.getRuntime().availableProcessors());
+            }
+            copier = Thread.ofPlatform().daemon().name("two-core-copier").start(() -> {
+                while (true) {
+                    int p = phase.get();
+                    if (p == STOP) {
+                        return;
+                    }
+                    if (p == COPY_OUT) {
+                        MemorySegment.copy(middle, 0, dst, 0, bytes);
+                        phase.set(DONE);
+                    } else {
+                        Thread.onSpinWait();
+                    }
+                }
+            });
+        }
+
+        /** Stops the copying thread before the segments are freed. */
+        @TearDown(Level.Trial)
+        public void stopCopier() throws InterruptedException {
+            phase.set(STOP);
+            copier.join();
+        }
+
+        void handOver() {
+            MemorySegment.copy(src, 0, middle, 0, bytes);
+            phase.set(COPY_OUT);
+            while (phase.get() != DONE) {
+                Thread.onSpinWait();
+            }
+            phase.set(IDLE);
+        }
+    }
+
     /** Puts the layer here and has the peer JVM drop-select it; fails the trial on any miss. */
     @Benchmark
     public int putThenPeerDropSelect(Peer p) {
@@ -163,6 +221,16 @@ public class ShmCrossProcessBenchmark {
     public MemorySegment twoCopies(Copies c) {
         MemorySegment.copy(c.src, 0, c.middle, 0, c.bytes);
         MemorySegment.copy(c.middle, 0, c.dst, 0, c.bytes);
+        return c.dst;
+    }
+
+    /**
+     * The two-core floor: this thread copies the layer into a middle segment and a second, spinning thread copies it
+     * out, as the producer and the consumer of a hand-over between processes on two cores do.
+     */
+    @Benchmark
+    public MemorySegment twoCopiesOnTwoCores(TwoCores c) {
+        c.handOver();
         return c.dst;
     }
 

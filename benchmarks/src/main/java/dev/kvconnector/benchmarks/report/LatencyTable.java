@@ -105,7 +105,8 @@ public final class LatencyTable {
                         && ps.backend().equals("chronicle-bytes");
                 boolean redisPeer = s.speaksRedis() && ps.role() == Series.Role.PEER
                         && ps.domain() == Series.Domain.NETWORK && ps.direction() == s.direction();
-                if (memoryPeer || redisPeer) {
+                boolean twoCorePeer = handOver(s) && ps.role() == Series.Role.PEER && handOver(ps);
+                if (memoryPeer || redisPeer || twoCorePeer) {
                     peers.add(new Ratio(ps.label(), row.p50Us() / p.p50Us()));
                 }
             }
