@@ -2,6 +2,7 @@ package dev.kvconnector.store.memory;
 
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
+import dev.kvconnector.memory.KeptBlocks;
 import dev.kvconnector.memory.NativeMemory;
 import dev.kvconnector.store.GetResult;
 import dev.kvconnector.store.KVStore;
@@ -9,10 +10,8 @@ import dev.kvconnector.store.PutOptions;
 import dev.kvconnector.store.StoreCapability;
 import dev.kvconnector.store.StoreUri;
 import java.lang.foreign.MemorySegment;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.EnumSet;
-import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
 import java.util.LinkedHashMap;
@@ -41,7 +40,6 @@ public final class MemoryStore implements KVStore {
     /** Default capacity: 1 GiB. */
     public static final long DEFAULT_CAPACITY = 1L << 30;
     static final Set<String> OPTIONS = Set.of("capacity", "ttl", "eviction");
-    private static final long POOLED_MIN_BYTES = 64 * 1024;
 
     private final String uri;
     private final long capacity;
@@ -49,9 +47,8 @@ public final class MemoryStore implements KVStore {
     private final boolean evict;
     private final ReentrantLock lock = new ReentrantLock();
     private final LinkedHashMap<String, Entry> index = new LinkedHashMap<>(64, 0.75f, true);
-    private final HashMap<Long, ArrayDeque<MemorySegment>> freeBlocks = new HashMap<>();
+    private final KeptBlocks freeBlocks = new KeptBlocks();
     private long reservedBytes;
-    private long freeBlockBytes;
     private volatile boolean closed;
 
     private final class Entry {
@@ -161,12 +158,11 @@ public final class MemoryStore implements KVStore {
             if (options.ifAbsent() && liveEntry(key, System.nanoTime()) != null) {
                 return false;
             }
-            block = takeFreeBlock(blockBytes);
+            block = freeBlocks.take(blockBytes);
             reserve(key, blockBytes, toFree);
         } catch (RuntimeException e) {
             if (block != null) {
-                freeBlocks.computeIfAbsent(blockBytes, k -> new ArrayDeque<>()).addFirst(block);
-                freeBlockBytes += blockBytes;
+                freeBlocks.keep(block);
             }
             throw e;
         } finally {
@@ -210,22 +206,12 @@ public final class MemoryStore implements KVStore {
 
     /** The block a value of {@code size} bytes occupies: exact below 64 KiB, else the next of 4 classes per power of two. */
     private long blockSize(long size) {
-        if (size < POOLED_MIN_BYTES) {
+        if (size < KeptBlocks.MIN_BYTES) {
             return size;
         }
         long step = Long.highestOneBit(size) / 4;
         long block = (size + step - 1) / step * step;
         return block <= capacity ? block : size;
-    }
-
-    /** Takes a kept block of exactly {@code size} bytes, or null. Caller holds the lock. */
-    private MemorySegment takeFreeBlock(long size) {
-        ArrayDeque<MemorySegment> q = freeBlocks.get(size);
-        MemorySegment b = q == null ? null : q.pollFirst();
-        if (b != null) {
-            freeBlockBytes -= size;
-        }
-        return b;
     }
 
     private void releaseBlock(MemorySegment block) {
@@ -234,10 +220,9 @@ public final class MemoryStore implements KVStore {
         lock.lock();
         try {
             reservedBytes -= size;
-            keep = !closed && size >= POOLED_MIN_BYTES && reservedBytes + freeBlockBytes + size <= capacity;
+            keep = !closed && size >= KeptBlocks.MIN_BYTES && reservedBytes + freeBlocks.bytes() + size <= capacity;
             if (keep) {
-                freeBlocks.computeIfAbsent(size, k -> new ArrayDeque<>()).addFirst(block);
-                freeBlockBytes += size;
+                freeBlocks.keep(block);
             }
         } finally {
             lock.unlock();
@@ -253,13 +238,13 @@ public final class MemoryStore implements KVStore {
      * unlocking go into {@code toFree}.
      */
     private void reserve(String key, long size, List<MemorySegment> toFree) {
-        if (reservedBytes + freeBlockBytes + size > capacity) {
+        if (reservedBytes + freeBlocks.bytes() + size > capacity) {
             purgeExpired();
         }
         Iterator<Map.Entry<String, Entry>> lru = index.entrySet().iterator();
-        while (reservedBytes + freeBlockBytes + size > capacity) {
-            if (freeBlockBytes > 0) {
-                dropOneFreeBlock(toFree);
+        while (reservedBytes + freeBlocks.bytes() + size > capacity) {
+            if (freeBlocks.bytes() > 0) {
+                toFree.add(freeBlocks.dropOne());
             } else if (evict && lru.hasNext()) {
                 Entry victim = lru.next().getValue();
                 lru.remove();
@@ -268,7 +253,7 @@ public final class MemoryStore implements KVStore {
                 break;
             }
         }
-        if (reservedBytes + freeBlockBytes + size > capacity) {
+        if (reservedBytes + freeBlocks.bytes() + size > capacity) {
             throw KVException.of(ErrorCode.STORE_FULL, "no room for " + size + " bytes: " + reservedBytes + " of "
                     + capacity + " bytes in use" + (evict ? ", held by readers still copying" : ""))
                     .store(uri).operation("put").key(key)
@@ -276,17 +261,6 @@ public final class MemoryStore implements KVStore {
                             + "use TTLs, or raise capacity=").build();
         }
         reservedBytes += size;
-    }
-
-    private void dropOneFreeBlock(List<MemorySegment> toFree) {
-        Iterator<ArrayDeque<MemorySegment>> it = freeBlocks.values().iterator();
-        ArrayDeque<MemorySegment> q = it.next();
-        MemorySegment b = q.pollFirst();
-        if (q.isEmpty()) {
-            it.remove();
-        }
-        freeBlockBytes -= b.byteSize();
-        toFree.add(b);
     }
 
     private void unreserve(long size) {
@@ -421,9 +395,7 @@ public final class MemoryStore implements KVStore {
         List<MemorySegment> kept = new ArrayList<>();
         lock.lock();
         try {
-            freeBlocks.values().forEach(kept::addAll);
-            freeBlocks.clear();
-            freeBlockBytes = 0;
+            freeBlocks.drainTo(kept);
         } finally {
             lock.unlock();
         }

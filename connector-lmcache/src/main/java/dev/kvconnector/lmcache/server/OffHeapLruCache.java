@@ -3,10 +3,9 @@ package dev.kvconnector.lmcache.server;
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
 import dev.kvconnector.lmcache.protocol.LmObjectMeta;
+import dev.kvconnector.memory.KeptBlocks;
 import java.lang.foreign.MemorySegment;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -22,8 +21,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * its memory alive while it is sent even if the entry is evicted or replaced meanwhile; the last {@link #release}
  * lets it go.
  *
- * <p>Memory that a value lets go of, when it is {@value #KEPT_MIN_BYTES} bytes or more, is kept for the next PUT of
- * exactly that size while the capacity allows, instead of going back to malloc. glibc serves such blocks with
+ * <p>Memory that a value lets go of, when it is {@value KeptBlocks#MIN_BYTES} bytes or more, is kept for the next PUT
+ * of exactly that size ({@link KeptBlocks}) while the capacity allows, instead of going back to malloc. glibc serves such blocks with
  * {@code mmap} (or trims them off its heap when freed), so every PUT into fresh memory paid one page fault per
  * 4 KiB page while receiving: measured on the project's VM, a 32 MiB PUT took 8,200 minor faults and 150-900 ms,
  * where the GET of the same object took 15-60 ms, and malloc tuning ({@code MALLOC_MMAP_THRESHOLD_},
@@ -44,17 +43,13 @@ final class OffHeapLruCache {
         }
     }
 
-    /** The smallest block kept for reuse; malloc reuses smaller freed blocks from its own heap. */
-    static final long KEPT_MIN_BYTES = 64 * 1024;
-
     private final ReentrantLock lock = new ReentrantLock();
     private final LinkedHashMap<String, Value> entries = new LinkedHashMap<>(1024, 0.75f, true);
-    private final HashMap<Long, ArrayDeque<MemorySegment>> kept = new HashMap<>();
+    private final KeptBlocks kept = new KeptBlocks();
     private final NativeHeap heap;
     private final long capacityBytes;
     private long storedBytes;
     private long reservedBytes;
-    private long keptBytes;
     private long evictions;
     private boolean cleared;
 
@@ -82,11 +77,11 @@ final class OffHeapLruCache {
                 // Could not fit even with every stored entry gone: evicting would lose entries for nothing.
                 return null;
             }
-            block = takeKept(bytes);
+            block = kept.take(bytes);
             Iterator<Map.Entry<String, Value>> lru = entries.entrySet().iterator();
-            while (storedBytes + reservedBytes + keptBytes + bytes > capacityBytes) {
-                if (keptBytes > 0) {
-                    dropped.add(dropOneKept());
+            while (storedBytes + reservedBytes + kept.bytes() + bytes > capacityBytes) {
+                if (kept.bytes() > 0) {
+                    dropped.add(kept.dropOne());
                     continue;
                 }
                 // Reached only with entries left: with none, the check above makes the value fit.
@@ -214,9 +209,7 @@ final class OffHeapLruCache {
             }
             entries.clear();
             storedBytes = 0;
-            kept.values().forEach(dropped::addAll);
-            kept.clear();
-            keptBytes = 0;
+            kept.drainTo(dropped);
         } finally {
             lock.unlock();
         }
@@ -239,7 +232,7 @@ final class OffHeapLruCache {
     long keptBytes() {
         lock.lock();
         try {
-            return keptBytes;
+            return kept.bytes();
         } finally {
             lock.unlock();
         }
@@ -283,11 +276,10 @@ final class OffHeapLruCache {
         boolean keep;
         lock.lock();
         try {
-            keep = !cleared && size >= KEPT_MIN_BYTES
-                    && storedBytes + reservedBytes + keptBytes + size <= capacityBytes;
+            keep = !cleared && size >= KeptBlocks.MIN_BYTES
+                    && storedBytes + reservedBytes + kept.bytes() + size <= capacityBytes;
             if (keep) {
-                kept.computeIfAbsent(size, k -> new ArrayDeque<>()).addFirst(data);
-                keptBytes += size;
+                kept.keep(data);
             }
         } finally {
             lock.unlock();
@@ -295,31 +287,5 @@ final class OffHeapLruCache {
         if (!keep) {
             heap.free(data);
         }
-    }
-
-    /** A kept block of exactly {@code size} bytes, or null; under the lock. */
-    private MemorySegment takeKept(long size) {
-        ArrayDeque<MemorySegment> q = kept.get(size);
-        if (q == null) {
-            return null;
-        }
-        MemorySegment block = q.pollFirst();
-        if (q.isEmpty()) {
-            kept.remove(size);
-        }
-        keptBytes -= size;
-        return block;
-    }
-
-    /** Removes one kept block, to be freed outside the lock; under the lock, with {@code keptBytes > 0}. */
-    private MemorySegment dropOneKept() {
-        Iterator<ArrayDeque<MemorySegment>> it = kept.values().iterator();
-        ArrayDeque<MemorySegment> q = it.next();
-        MemorySegment block = q.pollFirst();
-        if (q.isEmpty()) {
-            it.remove();
-        }
-        keptBytes -= block.byteSize();
-        return block;
     }
 }

@@ -1,0 +1,48 @@
+package dev.kvconnector.memory;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+class KeptBlocksTest {
+    @Test
+    void takesOnlyABlockOfExactlyTheSizeAndCountsWhatItKeeps() {
+        try (Arena arena = Arena.ofConfined()) {
+            KeptBlocks kept = new KeptBlocks();
+            MemorySegment a = arena.allocate(128 << 10);
+            MemorySegment b = arena.allocate(256 << 10);
+            kept.keep(a);
+            kept.keep(b);
+            assertEquals(384 << 10, kept.bytes());
+            assertNull(kept.take(192 << 10), "no block of another size is handed out");
+            assertSame(b, kept.take(256 << 10));
+            assertNull(kept.take(256 << 10));
+            assertEquals(128 << 10, kept.bytes());
+            assertSame(a, kept.dropOne());
+            assertNull(kept.dropOne());
+            assertEquals(0, kept.bytes());
+        }
+    }
+
+    @Test
+    void drainHandsEveryBlockBackAndKeepsNothing() {
+        try (Arena arena = Arena.ofConfined()) {
+            KeptBlocks kept = new KeptBlocks();
+            kept.keep(arena.allocate(64 << 10));
+            kept.keep(arena.allocate(64 << 10));
+            kept.keep(arena.allocate(1 << 20));
+            List<MemorySegment> out = new ArrayList<>();
+            kept.drainTo(out);
+            assertEquals(3, out.size());
+            assertEquals(0, kept.bytes());
+            assertTrue(kept.take(64 << 10) == null && kept.dropOne() == null);
+        }
+    }
+}
