@@ -1,6 +1,8 @@
 package dev.kvconnector.benchmarks;
 
 import dev.kvconnector.store.KVStores;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
@@ -32,8 +34,8 @@ public final class StoreCatalog {
     public static void main(String[] args) {
         List<String> out = new ArrayList<>(stores(KVStores.providers().keySet(),
                 RedisServerFixture.findServer() != null, System.getenv("KVC_BENCH_STORES")));
-        java.nio.file.Path dbl = java.nio.file.Path.of(MOONCAKE_DOUBLE).toAbsolutePath();
-        if (KVStores.providers().containsKey("mooncake") && java.nio.file.Files.exists(dbl)) {
+        Path dbl = mooncakeDoublePath();
+        if (KVStores.providers().containsKey("mooncake") && Files.exists(dbl)) {
             out.add(mooncakeDouble(dbl.toString()));
         }
         boolean removable = args.length > 0 && args[0].equals("--removable");
@@ -47,6 +49,11 @@ public final class StoreCatalog {
 
     /** Where the build leaves the Mooncake store test double, relative to the repository root. */
     static final String MOONCAKE_DOUBLE = "native/target/lib/libmooncake_store_double.so";
+
+    /** The Mooncake store test double's absolute path, from the repository root this runs in. */
+    static Path mooncakeDoublePath() {
+        return Path.of(MOONCAKE_DOUBLE).toAbsolutePath();
+    }
 
     /**
      * The {@code mooncake://} URI of the native test double at {@code library}: the binding and the store's zero-copy

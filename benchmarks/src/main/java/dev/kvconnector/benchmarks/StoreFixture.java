@@ -51,8 +51,8 @@ public interface StoreFixture extends AutoCloseable {
                 uri = uri.replace("{lmserver}", lm.hostPort());
             }
             if (uri.contains("{mooncake-double}")) {
-                java.nio.file.Path dbl = java.nio.file.Path.of(StoreCatalog.MOONCAKE_DOUBLE).toAbsolutePath();
-                if (!java.nio.file.Files.exists(dbl)) {
+                Path dbl = StoreCatalog.mooncakeDoublePath();
+                if (!Files.exists(dbl)) {
                     throw new IllegalStateException("the Mooncake store test double " + dbl + " is missing: build the "
                             + "native module (./mvnw -pl native compile, needs cmake and gcc) and run from the "
                             + "repository root");
