@@ -1,32 +1,17 @@
 package dev.kvconnector.store.shm;
 
 import dev.kvconnector.store.KVStore;
-import dev.kvconnector.store.StoreUri;
 import dev.kvconnector.testkit.ConnectorContract;
-import java.io.IOException;
-import java.nio.file.Path;
-import java.util.UUID;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** The connector contract over a small shm: store that refuses instead of evicting, to exercise STORE_FULL. */
 class ShmRefusingConnectorContractTest extends ConnectorContract {
-    private static Path dir;
-
-    @BeforeAll
-    static void makeDir() throws IOException {
-        dir = ShmTestFiles.newDir();
-    }
-
-    @AfterAll
-    static void deleteDir() throws IOException {
-        ShmTestFiles.delete(dir);
-    }
+    @RegisterExtension
+    static final ShmTestFiles.ClassDir DIR = new ShmTestFiles.ClassDir();
 
     @Override
     protected KVStore openStore() {
-        return new ShmStoreProvider().open(StoreUri.parse("shm:/refusing-" + UUID.randomUUID()
-                + "?capacity=1MiB&eviction=refuse&dir=" + dir));
+        return DIR.openFresh("refusing", "capacity=1MiB&eviction=refuse");
     }
 
     @Override

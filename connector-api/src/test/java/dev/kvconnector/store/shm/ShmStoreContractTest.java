@@ -1,31 +1,16 @@
 package dev.kvconnector.store.shm;
 
 import dev.kvconnector.store.KVStore;
-import dev.kvconnector.store.StoreUri;
 import dev.kvconnector.testkit.KVStoreContract;
-import java.io.IOException;
-import java.nio.file.Path;
-import java.util.UUID;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** The shared KVStore contract, against a fresh shm: store file per test. */
 class ShmStoreContractTest extends KVStoreContract {
-    private static Path dir;
-
-    @BeforeAll
-    static void makeDir() throws IOException {
-        dir = ShmTestFiles.newDir();
-    }
-
-    @AfterAll
-    static void deleteDir() throws IOException {
-        ShmTestFiles.delete(dir);
-    }
+    @RegisterExtension
+    static final ShmTestFiles.ClassDir DIR = new ShmTestFiles.ClassDir();
 
     @Override
     protected KVStore openStore() {
-        return new ShmStoreProvider().open(StoreUri.parse("shm:/contract-" + UUID.randomUUID() + "?capacity=64MiB&dir="
-                + dir));
+        return DIR.openFresh("contract", "capacity=64MiB");
     }
 }
