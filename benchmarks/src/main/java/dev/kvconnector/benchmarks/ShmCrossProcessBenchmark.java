@@ -22,7 +22,15 @@ import org.openjdk.jmh.annotations.TearDown;
 /**
  * One layer handed from one process to another through {@code shm:}: this JVM puts it, a second JVM
  * ({@link ShmPeerProcess}) drop-selects it ({@code getInto} its own native segment, then {@code remove}), and the
- * operation ends when the peer's answer is back. Beside it, in the same class so that every run has both:
+ * operation ends when the peer's answer is back.
+ * <ul>
+ *   <li>{@link #putThenPeerDropSelect}: the peer spins on a shared word for its next command, as the two-core
+ *       floor's second thread does, so the time is the store's work and the two copies;</li>
+ *   <li>{@link #putThenPeerDropSelectWokenByPipe}: the peer sleeps in a pipe {@code read} between commands, so every
+ *       hand-over also pays for waking a sleeping process (and, on a VM, its idle vCPU) and for this JVM's own
+ *       wake-up on the answer.</li>
+ * </ul>
+ * Beside them, in the same class so that every run has both:
  * <ul>
  *   <li>{@link #twoCopies}: the floor, two {@code MemorySegment.copy} calls of the layer (source to a middle segment,
  *       middle to a destination), since a hand-over through shared memory copies the layer in and out once each;</li>
@@ -56,8 +64,7 @@ public class ShmCrossProcessBenchmark {
     public String shm;
 
     /** The store, this JVM's source layer and the peer process, for the cross-process methods. */
-    @State(Scope.Thread)
-    public static class Peer {
+    public abstract static class Peer {
         /** Untimed hand-overs at the start of each trial. */
         static final long WARM_NANOS = 2_000_000_000L;
         StoreFixture fixture;
@@ -76,7 +83,7 @@ public class ShmCrossProcessBenchmark {
                 kv = KVStores.open(fixture.uri());
                 arena = Arena.ofShared();
                 src = LayerShape.randomSegment(arena, bytes);
-                peer = ShmPeerProcess.start(fixture.uri(), KEY, bytes);
+                peer = ShmPeerProcess.start(fixture.uri(), KEY, bytes, signal());
                 kv.put(KEY, src, PutOptions.DEFAULT);
                 if (peer.call('V') != 'K') {
                     throw new IllegalStateException("the peer JVM did not drop-select the layer this JVM put into "
@@ -121,6 +128,27 @@ public class ShmCrossProcessBenchmark {
                     arena.close();
                 }
             }
+        }
+
+        /** How this state's peer is told to drop-select. */
+        abstract ShmPeerProcess.Signal signal();
+    }
+
+    /** A peer that spins on a shared word between commands. */
+    @State(Scope.Thread)
+    public static class SpinningPeer extends Peer {
+        @Override
+        ShmPeerProcess.Signal signal() {
+            return ShmPeerProcess.Signal.SPIN;
+        }
+    }
+
+    /** A peer that sleeps in a pipe {@code read} between commands. */
+    @State(Scope.Thread)
+    public static class PipedPeer extends Peer {
+        @Override
+        ShmPeerProcess.Signal signal() {
+            return ShmPeerProcess.Signal.PIPE;
         }
     }
 
@@ -205,9 +233,19 @@ public class ShmCrossProcessBenchmark {
         }
     }
 
-    /** Puts the layer here and has the peer JVM drop-select it; fails the trial on any miss. */
+    /** Puts the layer here and has the spinning peer JVM drop-select it; fails the trial on any miss. */
     @Benchmark
-    public int putThenPeerDropSelect(Peer p) {
+    public int putThenPeerDropSelect(SpinningPeer p) {
+        return handOver(p);
+    }
+
+    /** Puts the layer here and wakes the peer JVM through its pipe to drop-select it; fails the trial on any miss. */
+    @Benchmark
+    public int putThenPeerDropSelectWokenByPipe(PipedPeer p) {
+        return handOver(p);
+    }
+
+    private static int handOver(Peer p) {
         p.kv.put(KEY, p.src, PutOptions.DEFAULT);
         int answer = p.peer.call('D');
         if (answer != 'K') {
@@ -236,7 +274,7 @@ public class ShmCrossProcessBenchmark {
 
     /** The control pipe's round trip to the peer JVM, no data moved. */
     @Benchmark
-    public int handOff(Peer p) {
+    public int handOff(PipedPeer p) {
         return p.peer.call('P');
     }
 }

@@ -11,8 +11,15 @@ import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
 import java.lang.management.ManagementFactory;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
@@ -22,40 +29,54 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>The peer is started with this JVM's own {@code java} and class path (the benchmarks jar) and
  * {@code --enable-native-access=ALL-UNNAMED} (and a serial collector with a 256 MiB heap: it allocates nothing per
- * operation, so a small JVM leaves the CPUs to the copies). It opens the same store URI and obeys one-byte commands
- * on its stdin, answering each with one byte on its stdout. A pipe keeps the control channel free of busy waiting,
- * which on a small shared machine would steal the CPU the copies need, and of any allocation on either side:
+ * operation, so a small JVM leaves the CPUs to the copies). It opens the same store URI and obeys one-byte commands,
+ * answering each with one byte:
  * <ul>
  *   <li>{@code D}: drop-select: {@code getInto} the key into the peer's own native segment, then {@code remove} it;
  *       answers {@code K} when the whole value was there, {@code M} otherwise;</li>
  *   <li>{@code V}: the same, and the bytes are compared with the reference fill ({@link LayerShape#randomSegment});
  *       answers {@code K} only when every byte matches;</li>
  *   <li>{@code P}: nothing but the answer {@code K}: the control channel's own round trip;</li>
- *   <li>{@code Q}, or the end of stdin: close the store and exit.</li>
+ *   <li>{@code Q}: close the store and exit.</li>
  * </ul>
- * The peer writes {@code R} once it is ready, and on exit one line to stderr with the heap bytes its serving thread
- * allocated per drop-select after its first 1000 (measured with {@code ThreadMXBean}; JMH's {@code -prof gc} sees
- * only its own JVM).
+ * The commands travel one of two ways ({@link Signal}), both free of allocation on either side:
+ * <ul>
+ *   <li>{@link Signal#SPIN}: two words in a small shared file, each side spinning on the other's word, as the
+ *       producer and consumer threads of the two-core floor do. The hand-over is then the store's work and the
+ *       copies alone: this is what the issue's goal is judged on.</li>
+ *   <li>{@link Signal#PIPE}: the peer's stdin and stdout, each side blocked in {@code read}. Every command then
+ *       wakes a process from sleep, which on this project's 2-vCPU VM costs a hypervisor wake-up of an idle vCPU:
+ *       shown beside the goal, to say what an engine that sleeps between requests pays on top.</li>
+ * </ul>
+ * The peer writes {@code R} on its stdout once it is ready, and on exit one line to stderr with the heap bytes its
+ * serving thread allocated per drop-select after its first 1000 (measured with {@code ThreadMXBean}; JMH's
+ * {@code -prof gc} sees only its own JVM).
  *
  * <p>No orphan is left behind: {@link #close} (called from the benchmark's trial teardown) asks the peer to quit and
  * kills it if it does not within 5 s; a shutdown hook does the same if the benchmark JVM exits without tearing
- * down; and if this JVM is killed outright, the peer sees the end of its stdin and exits by itself.
+ * down; and if this JVM is killed outright, the peer sees the end of its stdin and exits by itself (in
+ * {@link Signal#SPIN} mode a daemon thread of the peer waits for that end).
  */
 final class ShmPeerProcess implements AutoCloseable {
     private static final long QUIT_WAIT_MS = 5_000;
     /** Drop-selects the peer serves before it starts counting its allocation (its JIT warmup). */
     private static final long WARM_DROPS = 1_000;
 
+    /** How commands reach the peer and answers come back. */
+    enum Signal { SPIN, PIPE }
+
     private final Process process;
     private final InputStream fromPeer;
     private final OutputStream toPeer;
+    private final SpinChannel spin;
     private final Thread hook;
     private final String uri;
     private boolean closed;
 
-    private ShmPeerProcess(Process process, String uri) {
+    private ShmPeerProcess(Process process, String uri, SpinChannel spin) {
         this.process = process;
         this.uri = uri;
+        this.spin = spin;
         this.fromPeer = process.getInputStream();
         this.toPeer = process.getOutputStream();
         this.hook = Thread.ofPlatform().unstarted(process::destroyForcibly);
@@ -63,21 +84,25 @@ final class ShmPeerProcess implements AutoCloseable {
     }
 
     /**
-     * Starts a peer JVM on {@code uri} that drop-selects values of {@code bytes} bytes under {@code key}, and waits
-     * until it has opened the store.
+     * Starts a peer JVM on {@code uri} that drop-selects values of {@code bytes} bytes under {@code key}, commanded
+     * through {@code signal}, and waits until it has opened the store.
      */
-    static ShmPeerProcess start(String uri, String key, long bytes) {
+    static ShmPeerProcess start(String uri, String key, long bytes, Signal signal) {
+        SpinChannel spin = signal == Signal.SPIN ? SpinChannel.create() : null;
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         List<String> cmd = List.of(java, "--enable-native-access=ALL-UNNAMED", "-XX:+UseSerialGC", "-Xmx256m",
                 "-cp", System.getProperty("java.class.path"), ShmPeerProcess.class.getName(), uri, key,
-                Long.toString(bytes));
+                Long.toString(bytes), spin == null ? "-" : spin.file.toString());
         Process p;
         try {
             p = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
         } catch (IOException e) {
+            if (spin != null) {
+                spin.close();
+            }
             throw new UncheckedIOException("cannot start the peer JVM " + cmd, e);
         }
-        ShmPeerProcess peer = new ShmPeerProcess(p, uri);
+        ShmPeerProcess peer = new ShmPeerProcess(p, uri, spin);
         try {
             int ready = peer.fromPeer.read();
             if (ready != 'R') {
@@ -93,6 +118,9 @@ final class ShmPeerProcess implements AutoCloseable {
 
     /** Sends one command and returns the peer's one-byte answer; allocates nothing. */
     int call(int command) {
+        if (spin != null) {
+            return spin.call(command, process);
+        }
         try {
             toPeer.write(command);
             toPeer.flush();
@@ -115,8 +143,12 @@ final class ShmPeerProcess implements AutoCloseable {
         }
         closed = true;
         try {
-            toPeer.write('Q');
-            toPeer.close();
+            if (spin != null) {
+                spin.send('Q');
+            } else {
+                toPeer.write('Q');
+                toPeer.close();
+            }
         } catch (IOException alreadyGone) {
             // The peer exited already; waiting below reaps it.
         }
@@ -130,6 +162,10 @@ final class ShmPeerProcess implements AutoCloseable {
             process.destroyForcibly();
             Thread.currentThread().interrupt();
         } finally {
+            if (spin != null) {
+                closeQuietly(toPeer);
+                spin.close();
+            }
             try {
                 Runtime.getRuntime().removeShutdownHook(hook);
             } catch (IllegalStateException shuttingDown) {
@@ -138,13 +174,130 @@ final class ShmPeerProcess implements AutoCloseable {
         }
     }
 
-    /** The peer's entry point: {@code URI KEY BYTES}. */
+    private static void closeQuietly(OutputStream toPeer) {
+        try {
+            toPeer.close();
+        } catch (IOException alreadyGone) {
+            // The peer has exited: nothing reads its stdin any more.
+        }
+    }
+
+    /**
+     * The {@link Signal#SPIN} channel: a 4 KiB file in {@code /dev/shm} (mode 0600) mapped by both JVMs, with a
+     * command word and an answer word on separate cache lines. A word holds a sequence number and the command or
+     * answer byte; each side spins on the other's word until its sequence number arrives.
+     */
+    private static final class SpinChannel implements AutoCloseable {
+        private static final VarHandle WORD = ValueLayout.JAVA_LONG.varHandle();
+        private static final long COMMAND = 0;
+        private static final long ANSWER = 128;
+        private static final long SIZE = 4096;
+        /** Spins between checks that the other side is still alive. */
+        private static final long SPINS_PER_CHECK = 1L << 20;
+
+        final Path file;
+        private final Arena arena;
+        private final MemorySegment words;
+        private long sequence;
+
+        private SpinChannel(Path file, Arena arena, MemorySegment words) {
+            this.file = file;
+            this.arena = arena;
+            this.words = words;
+        }
+
+        static SpinChannel create() {
+            Path file = Path.of("/dev/shm", "kvc-xproc-signal-" + ProcessHandle.current().pid() + "-"
+                    + System.nanoTime());
+            try {
+                Files.createFile(file, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString(
+                        "rw-------")));
+                return open(file);
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot create the peer's signal file " + file, e);
+            }
+        }
+
+        static SpinChannel open(Path file) throws IOException {
+            Arena arena = Arena.ofShared();
+            try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+                if (ch.size() < SIZE) {
+                    ch.write(ByteBuffer.allocate(1), SIZE - 1);
+                }
+                return new SpinChannel(file, arena, ch.map(FileChannel.MapMode.READ_WRITE, 0, SIZE, arena));
+            } catch (IOException | RuntimeException e) {
+                arena.close();
+                throw e;
+            }
+        }
+
+        void send(int command) {
+            WORD.setRelease(words, COMMAND, ++sequence << 8 | command);
+        }
+
+        int call(int command, Process peer) {
+            send(command);
+            for (long spins = 1; ; spins++) {
+                long answer = (long) WORD.getAcquire(words, ANSWER);
+                if (answer >>> 8 == sequence) {
+                    return (int) (answer & 0xFF);
+                }
+                Thread.onSpinWait();
+                if (spins % SPINS_PER_CHECK == 0 && !peer.isAlive()) {
+                    throw new IllegalStateException("the peer JVM (pid " + peer.pid() + ") exited mid-command '"
+                            + (char) command + "' (its stderr is above)");
+                }
+            }
+        }
+
+        /** The peer's side: spins until the next command arrives and returns it. */
+        int next() {
+            long expected = sequence + 1;
+            while (true) {
+                long command = (long) WORD.getAcquire(words, COMMAND);
+                if (command >>> 8 == expected) {
+                    sequence = expected;
+                    return (int) (command & 0xFF);
+                }
+                Thread.onSpinWait();
+            }
+        }
+
+        void answer(int answer) {
+            WORD.setRelease(words, ANSWER, sequence << 8 | answer);
+        }
+
+        @Override
+        public void close() {
+            arena.close();
+            try {
+                Files.deleteIfExists(file);
+            } catch (IOException e) {
+                System.err.println("cannot remove the peer's signal file " + file + ": " + e);
+            }
+        }
+    }
+
+    /** The peer's entry point: {@code URI KEY BYTES SIGNAL-FILE}, the last {@code -} for the pipe. */
     public static void main(String[] args) throws IOException {
         String uri = args[0];
         String key = args[1];
         long bytes = Long.parseLong(args[2]);
         InputStream in = System.in;
         OutputStream out = new FileOutputStream(FileDescriptor.out);
+        SpinChannel spin = args[3].equals("-") ? null : SpinChannel.open(Path.of(args[3]));
+        if (spin != null) {
+            Thread.ofPlatform().daemon().name("peer-stdin-watch").start(() -> {
+                try {
+                    while (in.read() >= 0) {
+                        // Only the end of stdin matters: the benchmark JVM has gone.
+                    }
+                } catch (IOException gone) {
+                    // The same: the benchmark JVM has gone.
+                }
+                Runtime.getRuntime().halt(0);
+            });
+        }
         var threads = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
         long drops = 0;
         long allocatedBefore = 0;
@@ -153,7 +306,8 @@ final class ShmPeerProcess implements AutoCloseable {
             MemorySegment expected = LayerShape.randomSegment(arena, bytes);
             out.write('R');
             out.flush();
-            for (int c = in.read(); c >= 0 && c != 'Q'; c = in.read()) {
+            for (int c = spin != null ? spin.next() : in.read(); c >= 0 && c != 'Q';
+                    c = spin != null ? spin.next() : in.read()) {
                 int answer = switch (c) {
                     case 'P' -> 'K';
                     case 'D', 'V' -> {
@@ -172,14 +326,22 @@ final class ShmPeerProcess implements AutoCloseable {
                     }
                     default -> throw new IllegalArgumentException("peer: unknown command " + c);
                 };
-                out.write(answer);
-                out.flush();
+                if (spin != null) {
+                    spin.answer(answer);
+                } else {
+                    out.write(answer);
+                    out.flush();
+                }
             }
             if (drops > WARM_DROPS) {
                 long allocated = threads.getCurrentThreadAllocatedBytes() - allocatedBefore;
-                System.err.printf("peer: %d drop-selects of %d bytes; after the first %d, %d heap bytes allocated "
-                        + "(%.3f B/op)%n", drops, bytes, WARM_DROPS, allocated,
-                        allocated / (double) (drops - WARM_DROPS));
+                System.err.printf("peer (%s): %d drop-selects of %d bytes; after the first %d, %d heap bytes "
+                        + "allocated (%.3f B/op)%n", spin != null ? "spinning" : "woken by pipe", drops, bytes,
+                        WARM_DROPS, allocated, allocated / (double) (drops - WARM_DROPS));
+            }
+        } finally {
+            if (spin != null) {
+                spin.arena.close();
             }
         }
     }

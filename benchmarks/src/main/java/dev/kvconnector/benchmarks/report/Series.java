@@ -46,6 +46,8 @@ public record Series(String backend, String op, Domain domain, Direction directi
                 case "twoCopiesOnTwoCores" -> new Series("memcpy", "2 copies on 2 cores", Domain.MEMORY,
                         Direction.HAND_OVER, Role.PEER, false);
                 case "handOff" -> new Series("pipe", "hand-off", Domain.OTHER, Direction.HAND_OVER, Role.FLOOR, false);
+                case "putThenPeerDropSelectWokenByPipe" -> new Series("shm: 2 processes",
+                        "put+drop-select, peer woken by pipe", Domain.MEMORY, Direction.HAND_OVER, Role.OURS, false);
                 default -> new Series("shm: 2 processes", "put+drop-select", Domain.MEMORY, Direction.HAND_OVER,
                         Role.OURS, false);
             };

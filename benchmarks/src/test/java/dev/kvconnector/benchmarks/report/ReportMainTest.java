@@ -144,6 +144,7 @@ class ReportMainTest {
                 result(pkg + "ShmCrossProcessBenchmark.twoCopies", shm, 260),
                 result(pkg + "ShmCrossProcessBenchmark.putThenPeerDropSelect", shm, 364),
                 result(pkg + "ShmCrossProcessBenchmark.handOff", shm, 15),
+                result(pkg + "ShmCrossProcessBenchmark.putThenPeerDropSelectWokenByPipe", shm, 520),
                 result(pkg + "ShmCrossProcessBenchmark.twoCopiesOnTwoCores", shm, 280));
         List<LatencyTable.Row> table = LatencyTable.build(run);
         LatencyTable.Row handOver = only(table, "shm: 2 processes put+drop-select");
@@ -152,6 +153,9 @@ class ReportMainTest {
         assertEquals(List.of(new LatencyTable.Ratio("memcpy 2 copies on 2 cores", 1.3)), handOver.peers(),
                 "the two-core floor, and not Chronicle's single copy, is the hand-over's second comparison");
         assertEquals("memcpy 2 copies", only(table, "memcpy 2 copies on 2 cores").floor());
+        LatencyTable.Row woken = only(table, "shm: 2 processes put+drop-select, peer woken by pipe");
+        assertEquals("memcpy 2 copies", woken.floor());
+        assertEquals(2.0, woken.floorRatio(), EPS);
         LatencyTable.Row put = only(table, "shm: store put");
         assertEquals("memcpy copy", put.floor());
         assertEquals(1.5, put.floorRatio(), EPS);

@@ -64,10 +64,13 @@
  * <h2>Measured</h2>
  * {@code ShmCrossProcessBenchmark} in the benchmarks module puts a 4 MiB layer in one JVM and drop-selects it in
  * another ({@code getInto} and {@code remove}), beside two {@code MemorySegment.copy} calls of the same size in
- * the same run: 1.11x to 1.39x that floor in eight runs with both JVMs warm (medians 357 to 425 us against 294
- * to 357 us, 2 vCPUs at load 9 to 13; goal: at most 1.5x), of which 15 to 20 us is the benchmark's own control
- * pipe. Both processes allocate nothing per hand-over in steady state. The numbers, the load and the allocation
- * analysis are in {@code benchmarks/README.md}.
+ * the same run: 1.20x and 1.33x that floor (medians 308 and 359 us against 256 and 270 us, 2 vCPUs at load 1.3 to
+ * 1.9; goal: at most 1.5x) with the peer spinning on a shared word for its next command. Of a hand-over, the put
+ * took 130 us, the peer's {@code getInto} 147 us and its {@code remove} 3.3 us: the copies and little else. Woken
+ * through a pipe instead, the same hand-over took 1.75x and 2.03x the floor: on a VM, waking a process whose vCPU
+ * went idle during a 4 MiB copy costs 70 to 220 us, which any store's consumer pays when it sleeps. Both processes
+ * allocate nothing per hand-over in steady state. The numbers, the load and the allocation analysis are in
+ * {@code benchmarks/README.md}.
  *
  * <p>The first put into pages of the file that a process has not touched yet pays a page fault per 4 KiB (20 to 40
  * us each on the project's VM: 20 to 42 ms for 4 MiB against 0.3 to 0.55 ms into reused pages). Freeing an entry
