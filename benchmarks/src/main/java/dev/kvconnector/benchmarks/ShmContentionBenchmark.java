@@ -31,14 +31,17 @@ import org.HdrHistogram.Histogram;
  * ({@link ShmContentionWriter}) put and remove values of their own keys in one store at once, and the figures for
  * 2 and 4 are set beside the single writer's, measured in the same run. Per case it prints each operation's
  * latency percentiles over all writers (p50, p99, p99.9) and the writers' aggregate operations per second, and the
- * ratios of those to the one-writer case.
+ * ratios of those to the one-writer case, and
+ * the CPUs the writers got (their CPU time over the window): on a shared machine, 2 writers that got 1 CPU between
+ * them say that something else held the other, and the row cannot show contention between two cores.
  *
  * <p>Workloads (see {@link ShmContentionWriter}): {@code store}, the real store's {@code put} + {@code remove}; and
- * {@code lock-ours} / {@code lock-agrona}, a model of the same three lock holds on a bare CAS lock in a mapped
- * {@code /dev/shm} file, waiting with {@code ShmStore.lock()}'s back-off or with Agrona's
- * {@code BackoffIdleStrategy}, so the two back-offs are compared under the same contention without a switch in
- * the store. Value sizes ({@code --sizes}, for the store): 4 KiB (the lock dominates) and 4 MiB (one Llama-3-8B
- * layer at 1024 tokens; the copy dominates); the lock models run at {@code --model-sizes}, 4 KiB.
+ * {@code lock-long-spin}, {@code lock-short-spin}, {@code lock-agrona}, a model of the same three lock holds on a
+ * bare CAS lock in a mapped {@code /dev/shm} file, waiting with the store lock's back-off before and after this
+ * benchmark measured it, or with Agrona's {@code BackoffIdleStrategy}, so that back-offs are compared under the
+ * same contention without a switch in the store. Value sizes ({@code --sizes}, for the store): 4 KiB (the lock
+ * dominates) and 4 MiB (one Llama-3-8B layer at 1024 tokens; the copy dominates); the lock models run at
+ * {@code --model-sizes}, 4 KiB.
  *
  * <p>Why a plain {@code main} and not JMH: three of the four writers are other JVMs, whose latencies JMH cannot
  * sample, so they would have to record and ship their own histograms anyway; the aggregate rate needs one window
@@ -60,8 +63,8 @@ import org.HdrHistogram.Histogram;
  * <pre>
  * java --enable-native-access=ALL-UNNAMED -cp benchmarks/target/benchmarks.jar \
  *     dev.kvconnector.benchmarks.ShmContentionBenchmark [--procs 1,2,4] [--sizes 4096,4194304] \
- *     [--model-sizes 4096] [--workloads store,lock-ours,lock-agrona] [--warm-ms 700] [--measure-ms 1500] \
- *     [--rounds 2] [--out FILE]
+ *     [--model-sizes 4096] [--workloads store,lock-long-spin,lock-short-spin,lock-agrona] \
+ *     [--warm-ms 700] [--measure-ms 1500] [--rounds 2] [--out FILE]
  * </pre>
  * Results and the decision they led to: {@code benchmarks/README.md} and the {@code dev.kvconnector.store.shm}
  * package comment.
@@ -75,9 +78,15 @@ public final class ShmContentionBenchmark {
     }
 
     /** One case's figures, merged over its writers and rounds. */
-    record Result(String workload, long bytes, int procs, Histogram latency, long ops, long windowNanos) {
+    record Result(String workload, long bytes, int procs, Histogram latency, long ops, long cpuNanos,
+                  long windowNanos) {
         double opsPerSecond() {
             return ops * 1e9 / windowNanos;
+        }
+
+        /** CPUs the writers got, on average over the window: their CPU time over the window's length. */
+        double cpus() {
+            return (double) cpuNanos / windowNanos;
         }
 
         double micros(double percentile) {
@@ -96,7 +105,8 @@ public final class ShmContentionBenchmark {
             throw new IllegalArgumentException("--sizes and --model-sizes must be from 1 to "
                     + ShmContentionWriter.MAX_BYTES + " bytes");
         }
-        String[] workloads = opt.getOrDefault("workloads", "store,lock-ours,lock-agrona").split(",");
+        String[] workloads = opt.getOrDefault("workloads", "store,lock-long-spin,lock-short-spin,lock-agrona")
+                .split(",");
         long warmMs = Long.parseLong(opt.getOrDefault("warm-ms", "700"));
         long measureMs = Long.parseLong(opt.getOrDefault("measure-ms", "1500"));
         int rounds = Integer.parseInt(opt.getOrDefault("rounds", "2"));
@@ -172,18 +182,20 @@ public final class ShmContentionBenchmark {
         Histogram all = new Histogram(ShmContentionWriter.HIGHEST_NANOS, ShmContentionWriter.DIGITS);
         long ops = 0;
         long holds = 0;
+        long cpu = 0;
         for (Writer w : writers) {
             String[] done = w.answer().split(" ");
             ops += Long.parseLong(done[1]);
             holds += Long.parseLong(done[2]);
-            all.add(decode(done[3], w));
+            cpu += Long.parseLong(done[3]);
+            all.add(decode(done[4], w));
         }
         if (model && counter(lockFile) - counterBefore != holds) {
             throw new IllegalStateException("the lock model let two holders in: its counter in " + lockFile
                     + " rose by " + (counter(lockFile) - counterBefore) + " over " + holds + " lock holds ("
                     + workload + ", " + writers.size() + " writers)");
         }
-        return new Result(workload, bytes, writers.size(), all, ops, TimeUnit.MILLISECONDS.toNanos(measureMs));
+        return new Result(workload, bytes, writers.size(), all, ops, cpu, TimeUnit.MILLISECONDS.toNanos(measureMs));
     }
 
     private static Histogram decode(String base64, Writer from) {
@@ -197,7 +209,8 @@ public final class ShmContentionBenchmark {
     private static Result add(Result a, Result b) {
         Histogram h = a.latency().copy();
         h.add(b.latency());
-        return new Result(a.workload(), a.bytes(), a.procs(), h, a.ops() + b.ops(), a.windowNanos() + b.windowNanos());
+        return new Result(a.workload(), a.bytes(), a.procs(), h, a.ops() + b.ops(), a.cpuNanos() + b.cpuNanos(),
+                a.windowNanos() + b.windowNanos());
     }
 
     /** Reads the lock model's shared counter, which every lock hold increments. */
@@ -218,15 +231,15 @@ public final class ShmContentionBenchmark {
                 + "%d ms warm-up + %d ms measured per case%n%n", Runtime.getRuntime().availableProcessors(),
                 loadBefore, loadAfter, rounds, warmMs, measureMs));
         sb.append("| workload | value | writers | p50 us | p99 us | p99.9 us | ops/s (all writers) | p50 vs 1 | "
-                + "p99 vs 1 | ops/s vs 1 |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+                + "p99 vs 1 | ops/s vs 1 | writer CPUs |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
         for (Result r : results) {
             Result one = results.stream().filter(o -> o.workload().equals(r.workload()) && o.bytes() == r.bytes()
                     && o.procs() == 1).findFirst().orElse(null);
-            sb.append(String.format(Locale.ROOT, "| %s | %s | %d | %s | %s | %s | %.0f | %s | %s | %s |%n",
+            sb.append(String.format(Locale.ROOT, "| %s | %s | %d | %s | %s | %s | %.0f | %s | %s | %s | %.2f |%n",
                     r.workload(), size(r.bytes()), r.procs(), us(r.micros(50)), us(r.micros(99)), us(r.micros(99.9)),
                     r.opsPerSecond(), ratio(r.micros(50), one == null ? 0 : one.micros(50)),
                     ratio(r.micros(99), one == null ? 0 : one.micros(99)),
-                    ratio(r.opsPerSecond(), one == null ? 0 : one.opsPerSecond())));
+                    ratio(r.opsPerSecond(), one == null ? 0 : one.opsPerSecond()), r.cpus()));
         }
         return sb.toString();
     }

@@ -14,6 +14,8 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
@@ -35,7 +37,8 @@ import org.agrona.concurrent.BackoffIdleStrategy;
  *   <li>{@code RUN WORKLOAD BYTES START_EPOCH_MS WARM_MS MEASURE_MS}: sleeps until {@code START_EPOCH_MS} (the
  *       wall clock all processes share), runs the workload untimed for {@code WARM_MS}, then records each
  *       operation's latency for {@code MEASURE_MS}, and answers one line
- *       {@code DONE OPS LOCK_HOLDS BASE64_HISTOGRAM} (HdrHistogram, nanoseconds, compressed);</li>
+ *       {@code DONE OPS LOCK_HOLDS CPU_NANOS BASE64_HISTOGRAM}: the operations and the CPU time of the timed window,
+ *       the lock-model holds of the whole run, and the latencies (HdrHistogram, nanoseconds, compressed);</li>
  *   <li>{@code Q}, or the end of stdin: closes the store and exits. A benchmark JVM killed outright closes the pipe,
  *       so a writer never outlives it by more than its current window.</li>
  * </ul>
@@ -45,17 +48,17 @@ import org.agrona.concurrent.BackoffIdleStrategy;
  *   <li>{@code store}: {@code put} then {@code remove} of the key in the {@code shm:} store, which takes the store's
  *       cross-process lock three times (allocation, publication, removal). The first operation of each window also
  *       reads the value back and compares every byte; any miss fails the window.</li>
- *   <li>{@code lock-ours}, {@code lock-agrona}: a model of the same operation on a bare cross-process lock, a CAS of
- *       one word of a mapped {@code /dev/shm} file from 0 to this process's token, released with a release store
- *       of 0: three lock holds (each a read-modify-write of a shared counter and four other shared words, about
- *       what the store's allocation, index swap and removal touch, the third also reading 64 words as the removal reads
- *       lease records), with the value copied into this writer's own
- *       region of the file between the first and the second. A failed check waits with {@code ShmStore.lock()}'s
- *       back-off ({@code lock-ours}: 200 {@code onSpinWait}, then {@code Thread.yield} to 2000, then 50 us
- *       parks) or with Agrona's {@code BackoffIdleStrategy} and its defaults ({@code lock-agrona}: 10 spins, 5
- *       yields, then parks from 1 us doubling to 1 ms). The shared counter is incremented with a plain load and
- *       store, so the benchmark's check that it equals the sum of all writers' lock holds fails if the lock ever
- *       let two holders in.</li>
+ *   <li>{@code lock-long-spin}, {@code lock-short-spin}, {@code lock-agrona}: a model of the same operation on a
+ *       bare cross-process lock, a CAS of one word of a mapped {@code /dev/shm} file from 0 to this process's token,
+ *       released with a release store of 0: three lock holds (each a read-modify-write of a shared counter and four
+ *       other shared words, about what the store's allocation, index swap and removal touch, the third also reading
+ *       64 words as the removal reads lease records), with the value copied into this writer's own region of the
+ *       file between the first and the second. A failed check waits as {@link Backoff} says: the store lock's
+ *       back-off before and after it was measured here ({@code long-spin}: 200 {@code onSpinWait}, then
+ *       {@code Thread.yield} to 2000, then 50 us parks; {@code short-spin}: 10 spins, 5 yields, then 50 us parks),
+ *       or Agrona's {@code BackoffIdleStrategy} with its defaults (10 spins, 5 yields, then parks from 1 us doubling
+ *       to 1 ms). The shared counter is incremented with a plain load and store, so the benchmark's check that it
+ *       equals the sum of all writers' lock holds fails if the lock ever let two holders in.</li>
  * </ul>
  * Nothing is allocated per operation: the histogram records into its own arrays and keys are built once.
  */
@@ -79,7 +82,11 @@ final class ShmContentionWriter {
     static final int MAX_WRITERS = 8;
     static final long LOCK_FILE_BYTES = REGIONS + MAX_WRITERS * MAX_BYTES;
 
+    /** The park of {@link Backoff#LONG_SPIN} and {@link Backoff#SHORT_SPIN}. */
+    static final long PARK_NANOS = 50_000;
+
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
+    private static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
 
     private final int index;
     private final long token;
@@ -144,36 +151,43 @@ final class ShmContentionWriter {
         if (wait > 0) {
             LockSupport.parkNanos(wait * 1_000_000);
         }
-        switch (workload) {
-            case "store" -> verifiedStoreOp(value);
-            case "lock-ours", "lock-agrona" -> { }
-            default -> throw new IllegalArgumentException("writer " + index + ": unknown workload " + workload);
-        }
-        boolean ours = workload.equals("lock-ours");
+        Backoff backoff = Backoff.of(workload);
         boolean store = workload.equals("store");
+        if (store) {
+            verifiedStoreOp(value);
+        } else if (backoff == null) {
+            throw new IllegalArgumentException("writer " + index + ": unknown workload " + workload);
+        }
+        long t0 = System.nanoTime();
+        long measureFrom = t0 + warmNanos;
+        while (t0 < measureFrom) {
+            op(store, value, backoff);
+            t0 = System.nanoTime();
+        }
+        long cpuBefore = THREADS.getCurrentThreadCpuTime();
         long ops = 0;
-        long begin = System.nanoTime();
-        long measureFrom = begin + warmNanos;
-        long end = measureFrom + measureNanos;
-        for (long t0 = begin; t0 < end; ) {
-            if (store) {
-                storeOp(value);
-            } else {
-                lockOp(value, ours);
-            }
+        for (long end = measureFrom + measureNanos; t0 < end; ops++) {
+            op(store, value, backoff);
             long t1 = System.nanoTime();
-            if (t0 >= measureFrom) {
-                latency.recordValue(Math.min(t1 - t0, HIGHEST_NANOS));
-                ops++;
-            }
+            latency.recordValue(Math.min(t1 - t0, HIGHEST_NANOS));
             t0 = t1;
         }
+        long cpu = THREADS.getCurrentThreadCpuTime() - cpuBefore;
         ByteBuffer encoded = ByteBuffer.allocate(latency.getNeededByteBufferCapacity());
         latency.encodeIntoCompressedByteBuffer(encoded);
         encoded.flip();
         byte[] b = new byte[encoded.remaining()];
         encoded.get(b);
-        return "DONE " + ops + " " + (lockHolds - holdsBefore) + " " + Base64.getEncoder().encodeToString(b);
+        return "DONE " + ops + " " + (lockHolds - holdsBefore) + " " + cpu + " "
+                + Base64.getEncoder().encodeToString(b);
+    }
+
+    private void op(boolean store, MemorySegment value, Backoff backoff) {
+        if (store) {
+            storeOp(value);
+        } else {
+            lockOp(value, backoff);
+        }
     }
 
     private void storeOp(MemorySegment value) {
@@ -202,11 +216,11 @@ final class ShmContentionWriter {
     }
 
     /** The lock model of one put and remove: three holds, the value copied between the first and the second. */
-    private void lockOp(MemorySegment value, boolean ours) {
-        lockedUpdate(ours, false);
+    private void lockOp(MemorySegment value, Backoff backoff) {
+        lockedUpdate(backoff, false);
         MemorySegment.copy(value, 0, lockMap, REGIONS + index * MAX_BYTES, value.byteSize());
-        lockedUpdate(ours, false);
-        lockedUpdate(ours, true);
+        lockedUpdate(backoff, false);
+        lockedUpdate(backoff, true);
     }
 
     /**
@@ -214,12 +228,8 @@ final class ShmContentionWriter {
      * process's lease records under the store lock; that makes the model's uncontended operation take about as long
      * as the store's (0.2 us for a 4 KiB put, 0.4 us for its removal), most of it under the lock.
      */
-    private void lockedUpdate(boolean ours, boolean scan) {
-        if (ours) {
-            lockOurs();
-        } else {
-            lockAgrona();
-        }
+    private void lockedUpdate(Backoff backoff, boolean scan) {
+        lock(backoff);
         long n = lockMap.get(ValueLayout.JAVA_LONG, COUNTER_WORD);
         for (int i = 0; i < SHARED_WORD_COUNT; i++) {
             long off = SHARED_WORDS + i * 64L;
@@ -239,8 +249,9 @@ final class ShmContentionWriter {
         LONG.setRelease(lockMap, LOCK_WORD, 0L);
     }
 
-    /** {@code ShmStore.lock()}'s loop without its timeout and dead-owner checks, which never fire here. */
-    private void lockOurs() {
+    /** {@code ShmStore.lock()}'s loop without its timeout and dead-owner checks (which never fire here). */
+    private void lock(Backoff backoff) {
+        agrona.reset();
         for (long spins = 0; ; spins++) {
             if ((long) LONG.getVolatile(lockMap, LOCK_WORD) == 0) {
                 if (LONG.compareAndSet(lockMap, LOCK_WORD, 0L, token)) {
@@ -248,27 +259,43 @@ final class ShmContentionWriter {
                 }
                 continue;
             }
-            if (spins < 200) {
+            if (backoff == Backoff.AGRONA) {
+                agrona.idle();
+            } else if (spins < backoff.spins) {
                 Thread.onSpinWait();
-            } else if (spins < 2000) {
+            } else if (spins < backoff.spins + backoff.yields) {
                 Thread.yield();
             } else {
-                LockSupport.parkNanos(50_000);
+                LockSupport.parkNanos(PARK_NANOS);
             }
         }
     }
 
-    /** The same loop waiting with Agrona's {@code BackoffIdleStrategy} (its defaults). */
-    private void lockAgrona() {
-        agrona.reset();
-        while (true) {
-            if ((long) LONG.getVolatile(lockMap, LOCK_WORD) == 0) {
-                if (LONG.compareAndSet(lockMap, LOCK_WORD, 0L, token)) {
-                    return;
-                }
-                continue;
-            }
-            agrona.idle();
+    /** How a lock-model writer waits for the lock; {@link #of} maps the workload names. */
+    enum Backoff {
+        /** 200 {@code onSpinWait}, then {@code Thread.yield} to 2000, then 50 us parks. */
+        LONG_SPIN(200, 1800),
+        /** 10 {@code onSpinWait}, then 5 {@code Thread.yield}, then 50 us parks. */
+        SHORT_SPIN(10, 5),
+        /** Agrona's {@code BackoffIdleStrategy} with its defaults: 10 spins, 5 yields, parks 1 us doubling to 1 ms. */
+        AGRONA(0, 0);
+
+        final long spins;
+        final long yields;
+
+        Backoff(long spins, long yields) {
+            this.spins = spins;
+            this.yields = yields;
+        }
+
+        /** The back-off of a lock-model workload ({@code lock-long-spin}, ...), or null for another workload. */
+        static Backoff of(String workload) {
+            return switch (workload) {
+                case "lock-long-spin" -> LONG_SPIN;
+                case "lock-short-spin" -> SHORT_SPIN;
+                case "lock-agrona" -> AGRONA;
+                default -> null;
+            };
         }
     }
 }
