@@ -964,17 +964,18 @@ public final class ShmStore implements KVStore {
      * {@code lock-timeout} and every 10 ms takes the lock over from a dead holder.
      *
      * <p>Why this back-off: measured with {@code ShmContentionBenchmark} (benchmarks module), 1, 2 and 4 writer
-     * JVMs putting and removing 4 KiB values of their own keys in one store, 2 vCPUs at load 2 to 6, five runs of
-     * each back-off interleaved. The lock is held for most of such an operation (0.75 us alone), so with two writers
-     * it is always contended. The previous back-off, 200 spins, then yields to 2000, then 50 us parks, kept every
-     * waiter on a CPU, and the writers took turns, each operation moving the lock's and the index's cache lines
-     * between cores: 0.53 to 0.88 million operations a second for 2 writers and 0.39 to 0.68 for 4, against 0.78 to
-     * 1.25 for one, with p99 of 3.4 to 7.0 us. With this one the loser parks and the holder runs on: 0.89 to 1.17
-     * million for 2 writers and 0.78 to 1.03 for 4 (medians 1.05 and 0.95 against 0.69 and 0.53), p99 1.1 to 1.5 us
-     * for 2 and 1.2 to 5.2 us for 4, on about 1.2 CPUs instead of 2. The cost is the rare waiter that parks while
-     * others keep taking the lock: p99.9 at 4 writers rose from 45 to 227 us to 156 to 567 us. 10 spins and 5 yields
-     * with a fixed 50 us park did worse than both at the tail (p99.9 0.7 to 1.2 ms at 4 writers). A 4 MiB value
-     * moves in 100 us, and the lock is then too rare to matter: both back-offs gave the same figures.
+     * JVMs putting and removing 4 KiB values of their own keys in one store, 2 vCPUs at load 2 to 6, five or six
+     * runs of each back-off interleaved. The lock is held for most of such an operation (0.75 us alone), so with two
+     * writers it is always contended. The previous back-off, 200 spins, then yields to 2000, then 50 us parks, kept
+     * every waiter on a CPU, and the writers took turns, each operation moving the lock's and the index's cache
+     * lines between cores: 0.57 to 0.88 million operations a second for 2 writers and 0.39 to 0.68 for 4, against
+     * 0.78 to 1.25 for one, with p99 of 3.4 to 7.6 us. With this one the loser parks and the holder runs on: 0.89 to
+     * 1.17 million for 2 writers and 0.78 to 1.03 for 4 (medians 1.05 and 0.95 against 0.68 and 0.54), p99 1.3 to
+     * 1.5 us for 2 and 1.2 to 5.2 us for 4, the writers using about 1.2 CPUs where the old back-off used nearly 2.
+     * The cost is the rare waiter that stays parked while others keep taking the lock: p99.9 at 4 writers rose from
+     * 45 to 227 us to 156 to 567 us. 10 spins and 5 yields with a fixed 50 us park did worse than both at the tail
+     * (p99.9 0.7 to 1.2 ms at 4 writers). A 4 MiB value takes 100 us to copy, outside the lock, which is then too
+     * rare to matter: both back-offs gave the same throughput and p99 (two runs each).
      */
     private void lock() {
         long waitingSince = 0;
