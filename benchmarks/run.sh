@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the JMH suite and writes benchmarks/results/{jmh-<mode>.json,REPORT.md,latency.svg}.
+# Runs the JMH suite and writes benchmarks/results/{jmh-<mode>.json,REPORT.md,latency.svg}
+# (and, in quick mode, shm-contention.md).
 #
 #   benchmarks/run.sh quick [extra JMH args]   # reduced set, under 10 minutes on 2 vCPUs
 #   benchmarks/run.sh full  [extra JMH args]   # every model x tokens, 2 forks (about 40 minutes on 2 vCPUs)
@@ -76,6 +77,13 @@ for set in "${SETS[@]}"; do
     -prof gc -rf json -rff "$PARTS/part-$i.json" "$@"
   FILES+=("$PARTS/part-$i.json")
 done
+
+if [ "$MODE" = quick ] && [ $# -eq 0 ]; then
+  # Lock contention between 1, 2 and 4 writer JVMs on one shm: store, about 20 s; not JMH (ShmContentionBenchmark
+  # says why), so it runs in a plain quick run only, not when extra arguments pick JMH benchmarks.
+  "$JAVA" --enable-native-access=ALL-UNNAMED -cp "$JAR" dev.kvconnector.benchmarks.ShmContentionBenchmark \
+    --workloads store --rounds 1 --warm-ms 500 --measure-ms 1000 --out "$RESULTS/shm-contention.md"
+fi
 
 LOAD_AFTER="$(cut -d' ' -f1-3 /proc/loadavg)"
 "$JAVA" -cp "$JAR" dev.kvconnector.benchmarks.report.ReportMain --out "$RESULTS" --mode "$MODE" \

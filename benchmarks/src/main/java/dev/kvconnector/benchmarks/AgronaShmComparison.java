@@ -43,7 +43,7 @@ import org.openjdk.jmh.infra.Control;
  *   <li>{@code *Slot}: an index slot's publish and probe, a volatile store of one slot and a volatile load of the next,
  *       walking a table of 4096 slots;</li>
  *   <li>{@code oursBackoff}, {@code agronaBackoff}: waiting, two threads handing a counter back and forth through two
- *       shared words, each waiting for the other with {@code ShmStore}'s backoff (200 {@code onSpinWait}, then
+ *       shared words, each waiting for the other with {@code ShmStore}'s first backoff (200 {@code onSpinWait}, then
  *       {@code Thread.yield} to 2000, then 50 us parks) or Agrona's {@code BackoffIdleStrategy} with its defaults
  *       (10 spins, 5 yields, parks from 1 us doubling to 1 ms). The score is one thread's time per round trip.</li>
  * </ul>
@@ -210,7 +210,10 @@ public class AgronaShmComparison {
         long seen;
     }
 
-    /** {@code ShmStore.lock()}'s backoff, one step per failed check. */
+    /**
+     * {@code ShmStore.lock()}'s first backoff, one step per failed check; the lock now waits as Agrona does, chosen
+     * by {@link ShmContentionBenchmark}.
+     */
     private static void oursIdle(long spins) {
         if (spins < 200) {
             Thread.onSpinWait();
