@@ -119,16 +119,19 @@ public final class ProxyLoadTest {
             + "\"stream\":true}";
     private static final String PREFILL_BODY = "{\"model\":\"" + MODEL + "\",\"prompt\":\"the quick brown fox\","
             + "\"max_tokens\":1,\"stream\":false}";
-    private static final byte[][] CHUNKS = new byte[9][];
+    /** D's token events but the last, which {@link #completion} writes with the pacing it measured. */
+    private static final byte[][] CHUNKS = new byte[7][];
+    private static final int TOKENS = CHUNKS.length + 1;
     private static final byte[] DONE = "data: [DONE]\n\n".getBytes(StandardCharsets.US_ASCII);
+    /** The field of D's last event that carries the nanoseconds D spent pacing that stream. */
+    private static final byte[] PACED_FIELD = "\"paced_ns\":".getBytes(StandardCharsets.US_ASCII);
     private static final String READY = "READY";
 
     static {
-        for (int i = 0; i < 8; i++) {
+        for (int i = 0; i < CHUNKS.length; i++) {
             CHUNKS[i] = ("data: {\"choices\":[{\"index\":0,\"text\":\"t" + i + "\"}]}\n\n")
                     .getBytes(StandardCharsets.UTF_8);
         }
-        CHUNKS[8] = DONE;
     }
 
     private ProxyLoadTest() {
@@ -147,12 +150,17 @@ public final class ProxyLoadTest {
             serveProxy(args[1], args[2]);
             return;
         }
+        if (args.length > 0 && args[0].equals("relay")) {
+            serveRelay(args[1], args[2]);
+            return;
+        }
         List<String> positional = new ArrayList<>();
         boolean jdkClient = false;
         int rounds = 3;
         int minRequests = 1000;
         long tokenMillis = 0;
         boolean burst = false;
+        boolean relay = false;
         for (String a : args) {
             if (a.equals("--client=jdk")) {
                 jdkClient = true;
@@ -164,6 +172,8 @@ public final class ProxyLoadTest {
                 tokenMillis = Long.parseLong(a.substring("--token-ms=".length()));
             } else if (a.equals("--burst")) {
                 burst = true;
+            } else if (a.equals("--relay")) {
+                relay = true;
             } else if (a.startsWith("--rounds=")) {
                 rounds = Integer.parseInt(a.substring("--rounds=".length()));
             } else {
@@ -173,9 +183,9 @@ public final class ProxyLoadTest {
         int[] levels = Arrays.stream((positional.isEmpty() ? "200" : positional.get(0)).split(","))
                 .mapToInt(Integer::parseInt).toArray();
         int perClient = positional.size() > 1 ? Integer.parseInt(positional.get(1)) : 10;
-        // Paced streams last CHUNKS.length token intervals; clients that all start at once stay in step, so every
+        // Paced streams last TOKENS token intervals; clients that all start at once stay in step, so every
         // request and every chunk of all of them would arrive in the same instant.
-        long spreadNanos = burst ? 0 : CHUNKS.length * tokenMillis * 1_000_000L;
+        long spreadNanos = burst ? 0 : TOKENS * tokenMillis * 1_000_000L;
         System.out.printf("proxy load test: streaming completions (8 chunks), %s, flow v0, %s client, "
                 + "%d requests per client per round (at least %d in all), %d rounds alternating direct and proxied; "
                 + "%d cores; load average before: %s%n", tokenMillis == 0 ? "instant instances"
@@ -185,42 +195,50 @@ public final class ProxyLoadTest {
                 minRequests, rounds,
                 Runtime.getRuntime().availableProcessors(), loadAverage());
         Child instances = Child.start(List.of(), "instances", Long.toString(tokenMillis));
-        Child proxy = null;
+        List<Child> proxies = new ArrayList<>();
         boolean missed = false;
         try {
             String pAddr = "127.0.0.1:" + instances.ports[0];
             String dAddr = "127.0.0.1:" + instances.ports[1];
-            proxy = Child.start(jvmArgs(System.getProperty("proxyload.proxyJvmArgs")), "proxy", pAddr, dAddr);
-            String proxyAddr = "127.0.0.1:" + proxy.ports[0];
+            proxies.add(Child.start(jvmArgs(System.getProperty("proxyload.proxyJvmArgs")), "proxy", pAddr, dAddr));
+            if (relay) {
+                proxies.add(Child.start(jvmArgs(System.getProperty("proxyload.proxyJvmArgs")), "relay", pAddr, dAddr));
+            }
+            List<String> proxyAddrs = proxies.stream().map(c -> "127.0.0.1:" + c.ports[0]).toList();
             int maxClients = Arrays.stream(levels).max().orElseThrow();
-            try (Load load = jdkClient ? new JdkLoad(pAddr, dAddr, proxyAddr) : new RawLoad(maxClients, pAddr, dAddr,
-                    proxyAddr)) {
+            try (Load load = jdkClient ? new JdkLoad(pAddr, dAddr, proxyAddrs) : new RawLoad(maxClients, pAddr, dAddr,
+                    proxyAddrs)) {
                 // Warm-up: enough requests that the JIT has compiled the hot paths of all three JVMs. Paced
                 // streams leave the cores mostly idle, so all clients warm up at once: with 50, the JIT still
                 // took a third of the proxy's CPU in the first measured rounds (per-thread CPU from /proc).
                 long warmEnd = System.nanoTime() + 10_000_000_000L;
                 int warmClients = tokenMillis > 0 ? maxClients : Math.min(maxClients, 50);
                 do {
-                    runPhase(load, warmClients, perClient, true, spreadNanos);
-                    runPhase(load, warmClients, perClient, false, spreadNanos);
+                    for (int side = DIRECT; side < proxies.size(); side++) {
+                        runPhase(load, warmClients, perClient, side, spreadNanos);
+                    }
                 } while (System.nanoTime() < warmEnd);
                 for (int clients : levels) {
-                    Result direct = new Result();
-                    Result proxied = new Result();
+                    List<Result> results = new ArrayList<>();
+                    for (int side = DIRECT; side < proxies.size(); side++) {
+                        results.add(new Result());
+                    }
                     // Enough requests per round that the OS's CPU-time ticks (10 ms) are small beside the total.
                     int n = Math.max(perClient, (minRequests + clients - 1) / clients);
                     for (int r = 0; r < rounds; r++) {
-                        measure(load, clients, n, true, spreadNanos, direct, instances, proxy);
-                        measure(load, clients, n, false, spreadNanos, proxied, instances, proxy);
+                        for (int side = DIRECT; side < proxies.size(); side++) {
+                            measure(load, clients, n, side, spreadNanos, results.get(side - DIRECT), instances,
+                                    proxies.get(Math.max(side, 0)));
+                        }
                     }
-                    missed |= report(clients, direct, proxied) && clients >= 200;
+                    missed |= report(clients, results) && clients >= 200;
                 }
                 System.out.printf("load average after: %s; client reconnects: %d%n", loadAverage(),
                         load.reconnects());
             }
         } finally {
-            if (proxy != null) {
-                proxy.close();
+            for (Child c : proxies) {
+                c.close();
             }
             instances.close();
         }
@@ -235,6 +253,10 @@ public final class ProxyLoadTest {
     /** Latencies and CPU time summed over the rounds of one side (direct or proxied) at one concurrency. */
     private static final class Result {
         final Histogram latency = new Histogram(60_000_000_000L, 3);
+        /** Latency less D's own pacing of that stream: what the path to the instances adds. */
+        final Histogram unpaced = new Histogram(60_000_000_000L, 3);
+        /** Per round: {p50, p99} of {@link #unpaced}, to pair with the other side's round. */
+        final List<double[]> rounds = new ArrayList<>();
         long requests;
         long wallNanos;
         long clientCpuNanos;
@@ -246,67 +268,101 @@ public final class ProxyLoadTest {
         }
     }
 
-    private static void measure(Load load, int clients, int perClient, boolean direct, long spreadNanos, Result into,
+    /** The side that talks to the instances straight; sides 0 and up go through the proxy under test, the relay. */
+    private static final int DIRECT = -1;
+    private static final String[] SIDE_NAMES = {"direct (P then D):", "proxied:", "event-loop relay:"};
+
+    /** One round of one side; {@code proxy} is the JVM whose CPU is charged (the side's own, or the proxy's). */
+    private static void measure(Load load, int clients, int perClient, int side, long spreadNanos, Result into,
                                 Child instances, Child proxy) throws Exception {
         long c0 = cpuNanos(ProcessHandle.current());
         long i0 = cpuNanos(instances.process.toHandle());
         long p0 = cpuNanos(proxy.process.toHandle());
         long t0 = System.nanoTime();
-        Histogram h = runPhase(load, clients, perClient, direct, spreadNanos);
+        Histogram[] h2 = runPhase(load, clients, perClient, side, spreadNanos);
+        Histogram h = h2[0];
         into.wallNanos += System.nanoTime() - t0;
         into.clientCpuNanos += cpuNanos(ProcessHandle.current()) - c0;
         into.instancesCpuNanos += cpuNanos(instances.process.toHandle()) - i0;
         into.proxyCpuNanos += cpuNanos(proxy.process.toHandle()) - p0;
         into.requests += h.getTotalCount();
         into.latency.add(h);
+        into.unpaced.add(h2[1]);
+        into.rounds.add(new double[] {ms(h2[1].getValueAtPercentile(50)), ms(h2[1].getValueAtPercentile(99))});
     }
 
     /** Prints one concurrency's result; returns true when a goal is missed. */
-    private static boolean report(int clients, Result direct, Result proxied) {
-        double p50 = ms(proxied.latency.getValueAtPercentile(50)) - ms(direct.latency.getValueAtPercentile(50));
-        double p99 = ms(proxied.latency.getValueAtPercentile(99)) - ms(direct.latency.getValueAtPercentile(99));
+    private static boolean report(int clients, List<Result> results) {
+        Result direct = results.get(0);
         System.out.printf("%d concurrent clients (load average %s)%n", clients, loadAverage());
-        for (Result r : List.of(direct, proxied)) {
-            System.out.printf("  %-18s p50 %7.3f ms  p99 %7.3f ms  %7.0f req/s   CPU us/request: client %5.0f  "
-                            + "instances %5.0f  proxy %5.0f%n", r == direct ? "direct (P then D):" : "proxied:",
+        for (int i = 0; i < results.size(); i++) {
+            Result r = results.get(i);
+            System.out.printf("  %-18s latency p50 %8.3f p99 %8.3f ms, less D's pacing p50 %7.3f p99 %7.3f ms  "
+                            + "%6.0f req/s  CPU us/request: client %5.0f instances %5.0f proxy %5.0f%n",
+                    SIDE_NAMES[i],
                     ms(r.latency.getValueAtPercentile(50)), ms(r.latency.getValueAtPercentile(99)),
+                    ms(r.unpaced.getValueAtPercentile(50)), ms(r.unpaced.getValueAtPercentile(99)),
                     r.requests / (r.wallNanos / 1e9), r.usPerRequest(r.clientCpuNanos),
                     r.usPerRequest(r.instancesCpuNanos), r.usPerRequest(r.proxyCpuNanos));
         }
-        boolean missed = p50 > 1 || p99 > 5;
-        System.out.printf("  overhead:          p50 %7.3f ms (goal <= 1)  p99 %7.3f ms (goal <= 5)  %s%n", p50, p99,
-                missed ? "MISSED" : "met");
+        boolean missed = false;
+        for (int i = 1; i < results.size(); i++) {
+            Result proxied = results.get(i);
+            double p50 = ms(proxied.unpaced.getValueAtPercentile(50)) - ms(direct.unpaced.getValueAtPercentile(50));
+            double p99 = ms(proxied.unpaced.getValueAtPercentile(99)) - ms(direct.unpaced.getValueAtPercentile(99));
+            StringBuilder perRound = new StringBuilder();
+            for (int k = 0; k < proxied.rounds.size(); k++) {
+                double[] d = direct.rounds.get(k);
+                double[] p = proxied.rounds.get(k);
+                perRound.append(String.format(" %.3f/%.3f", p[0] - d[0], p[1] - d[1]));
+            }
+            boolean miss = p50 > 1 || p99 > 5;
+            System.out.printf("  overhead %-9s p50 %7.3f ms (goal <= 1)  p99 %7.3f ms (goal <= 5)  %s;"
+                    + " per round pair (p50/p99 ms):%s%n", i == 1 ? "(proxy):" : "(relay):", p50, p99,
+                    miss ? "MISSED" : "met", perRound);
+            // The goal is the proxy's; the relay is the floor it is compared with.
+            missed |= i == 1 && miss;
+        }
         return missed;
     }
 
-    /** Runs {@code clients} closed-loop clients, client c starting {@code c / clients} of {@code spreadNanos} late. */
-    private static Histogram runPhase(Load load, int clients, int perClient, boolean direct, long spreadNanos)
+    /**
+     * Runs {@code clients} closed-loop clients, client c starting {@code c / clients} of {@code spreadNanos} late.
+     * Returns the latencies, and the latencies less the pacing D reported for each stream.
+     */
+    private static Histogram[] runPhase(Load load, int clients, int perClient, int side, long spreadNanos)
             throws Exception {
         Histogram h = new Histogram(60_000_000_000L, 3);
+        Histogram unpaced = new Histogram(60_000_000_000L, 3);
         try (ExecutorService pool = Executors.newVirtualThreadPerTaskExecutor()) {
-            List<Future<Histogram>> fs = new ArrayList<>(clients);
+            List<Future<Histogram[]>> fs = new ArrayList<>(clients);
             for (int c = 0; c < clients; c++) {
                 int client = c;
                 fs.add(pool.submit(() -> {
                     Histogram mine = new Histogram(60_000_000_000L, 3);
+                    Histogram mineUnpaced = new Histogram(60_000_000_000L, 3);
                     Thread.sleep(Duration.ofNanos(spreadNanos * client / clients));
                     for (int i = 0; i < perClient; i++) {
                         long t0 = System.nanoTime();
-                        if (direct) {
-                            load.direct(client);
-                        } else {
-                            load.proxied(client);
+                        long paced = side == DIRECT ? load.direct(client) : load.proxied(side, client);
+                        long took = System.nanoTime() - t0;
+                        if (paced < 0 || paced > took) {
+                            throw new IllegalStateException("D reported " + paced + " ns of pacing in a request that"
+                                    + " took " + took + " ns");
                         }
-                        mine.recordValue(Math.min(System.nanoTime() - t0, 60_000_000_000L));
+                        mine.recordValue(Math.min(took, 60_000_000_000L));
+                        mineUnpaced.recordValue(Math.min(took - paced, 60_000_000_000L));
                     }
-                    return mine;
+                    return new Histogram[] {mine, mineUnpaced};
                 }));
             }
-            for (Future<Histogram> f : fs) {
-                h.add(f.get());
+            for (Future<Histogram[]> f : fs) {
+                Histogram[] r = f.get();
+                h.add(r[0]);
+                unpaced.add(r[1]);
             }
         }
-        return h;
+        return new Histogram[] {h, unpaced};
     }
 
     private static double ms(long nanos) {
@@ -330,13 +386,37 @@ public final class ProxyLoadTest {
         return s == null || s.isBlank() ? List.of() : List.of(s.trim().split("\\s+"));
     }
 
+    /** The {@code "paced_ns":N} of D's last event in a streamed body. */
+    static long pacedNanos(byte[] body, int length, String from) throws IOException {
+        int at = lastIndexOf(body, length, PACED_FIELD);
+        if (at < 0) {
+            throw new IOException(from + " streamed an answer without \"paced_ns\" in its last event");
+        }
+        long v = 0;
+        for (int i = at + PACED_FIELD.length; i < length && body[i] >= '0' && body[i] <= '9'; i++) {
+            v = v * 10 + (body[i] - '0');
+        }
+        return v;
+    }
+
+    private static int lastIndexOf(byte[] hay, int length, byte[] needle) {
+        for (int i = length - needle.length; i >= 0; i--) {
+            if (Arrays.equals(hay, i, i + needle.length, needle, 0, needle.length)) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
     // ---- load clients ----------------------------------------------------------------------------
 
     /** What one client does per request: straight to P then D, or once through the proxy. */
     private interface Load extends AutoCloseable {
-        void direct(int client) throws Exception;
+        /** Returns the nanoseconds D spent pacing its stream, as its last event reports. */
+        long direct(int client) throws Exception;
 
-        void proxied(int client) throws Exception;
+        /** Through proxy {@code proxy}; returns the nanoseconds D spent pacing its stream. */
+        long proxied(int proxy, int client) throws Exception;
 
         long reconnects();
 
@@ -348,29 +428,31 @@ public final class ProxyLoadTest {
     private static final class RawLoad implements Load {
         private final RawConnection[] toP;
         private final RawConnection[] toD;
-        private final RawConnection[] toProxy;
+        private final RawConnection[][] toProxy;
         private final AtomicLong reconnects = new AtomicLong();
 
-        RawLoad(int clients, String p, String d, String proxy) {
+        RawLoad(int clients, String p, String d, List<String> proxies) {
             toP = new RawConnection[clients];
             toD = new RawConnection[clients];
-            toProxy = new RawConnection[clients];
+            toProxy = new RawConnection[proxies.size()][clients];
             for (int c = 0; c < clients; c++) {
                 toP[c] = new RawConnection(p, PREFILL_BODY, reconnects);
                 toD[c] = new RawConnection(d, BODY, reconnects);
-                toProxy[c] = new RawConnection(proxy, BODY, reconnects);
+                for (int k = 0; k < proxies.size(); k++) {
+                    toProxy[k][c] = new RawConnection(proxies.get(k), BODY, reconnects);
+                }
             }
         }
 
         @Override
-        public void direct(int client) throws IOException {
+        public long direct(int client) throws IOException {
             toP[client].exchange(false);
-            toD[client].exchange(true);
+            return toD[client].exchange(true);
         }
 
         @Override
-        public void proxied(int client) throws IOException {
-            toProxy[client].exchange(true);
+        public long proxied(int proxy, int client) throws IOException {
+            return toProxy[proxy][client].exchange(true);
         }
 
         @Override
@@ -380,7 +462,9 @@ public final class ProxyLoadTest {
 
         @Override
         public void close() {
-            for (RawConnection[] cs : List.of(toP, toD, toProxy)) {
+            List<RawConnection[]> all = new ArrayList<>(List.of(toP, toD));
+            all.addAll(Arrays.asList(toProxy));
+            for (RawConnection[] cs : all) {
                 for (RawConnection c : cs) {
                     c.close();
                 }
@@ -421,7 +505,8 @@ public final class ProxyLoadTest {
             this.reconnects = reconnects;
         }
 
-        void exchange(boolean stream) throws IOException {
+        /** Returns D's pacing of a stream, from its last event; 0 for an answer that is not streamed. */
+        long exchange(boolean stream) throws IOException {
             boolean fresh = socket == null;
             if (fresh) {
                 open();
@@ -443,6 +528,7 @@ public final class ProxyLoadTest {
                 output.flush();
             }
             readAnswer(stream);
+            return stream ? pacedNanos(body, bodyLength, hostPort) : 0;
         }
 
         private void open() throws IOException {
@@ -572,12 +658,12 @@ public final class ProxyLoadTest {
                 .executor(Executors.newVirtualThreadPerTaskExecutor()).connectTimeout(Duration.ofSeconds(5)).build();
         private final HttpRequest toP;
         private final HttpRequest toD;
-        private final HttpRequest toProxy;
+        private final List<HttpRequest> toProxy;
 
-        JdkLoad(String p, String d, String proxy) {
+        JdkLoad(String p, String d, List<String> proxies) {
             toP = request(p, PREFILL_BODY);
             toD = request(d, BODY);
-            toProxy = request(proxy, BODY);
+            toProxy = proxies.stream().map(x -> request(x, BODY)).toList();
         }
 
         private static HttpRequest request(String hostPort, String body) {
@@ -587,22 +673,28 @@ public final class ProxyLoadTest {
         }
 
         @Override
-        public void direct(int client) throws Exception {
+        public long direct(int client) throws Exception {
             once(toP);
-            once(toD);
+            return pacedNanos(once(toD), toD.uri().getAuthority());
         }
 
         @Override
-        public void proxied(int client) throws Exception {
-            once(toProxy);
+        public long proxied(int proxy, int client) throws Exception {
+            HttpRequest r = toProxy.get(proxy);
+            return pacedNanos(once(r), r.uri().getAuthority());
         }
 
-        private void once(HttpRequest request) throws Exception {
+        private static long pacedNanos(byte[] body, String from) throws IOException {
+            return ProxyLoadTest.pacedNanos(body, body.length, from);
+        }
+
+        private byte[] once(HttpRequest request) throws Exception {
             HttpResponse<byte[]> r = http.send(request, HttpResponse.BodyHandlers.ofByteArray());
             if (r.statusCode() != 200) {
                 throw new IllegalStateException(request.uri() + " answered " + r.statusCode() + ": "
                         + new String(r.body(), StandardCharsets.UTF_8));
             }
+            return r.body();
         }
 
         @Override
@@ -690,6 +782,19 @@ public final class ProxyLoadTest {
         }
     }
 
+    private static void serveRelay(String pAddr, String dAddr) throws Exception {
+        try (EventLoopRelay relay = new EventLoopRelay(socketAddress(pAddr), socketAddress(dAddr),
+                Runtime.getRuntime().availableProcessors())) {
+            System.out.println(READY + " " + relay.port());
+            awaitParentGone();
+        }
+    }
+
+    private static InetSocketAddress socketAddress(String hostPort) {
+        int colon = hostPort.lastIndexOf(':');
+        return new InetSocketAddress(hostPort.substring(0, colon), Integer.parseInt(hostPort.substring(colon + 1)));
+    }
+
     /**
      * An OpenAI-compatible instance, a test double of vLLM for load only: it answers at once, or streams a chunk
      * every {@code tokenMillis} ms, like a decode step.
@@ -720,19 +825,35 @@ public final class ProxyLoadTest {
         ex.getResponseHeaders().set("Content-Type", "text/event-stream");
         ex.sendResponseHeaders(200, 0);
         try (OutputStream out = ex.getResponseBody()) {
-            for (byte[] chunk : CHUNKS) {
-                if (tokenMillis > 0) {
-                    try {
-                        Thread.sleep(tokenMillis);
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                        throw new IOException("interrupted while streaming", e);
-                    }
+            long paced = 0;
+            for (int i = 0; i < TOKENS; i++) {
+                paced += pace(tokenMillis);
+                if (i < CHUNKS.length) {
+                    out.write(CHUNKS[i]);
+                } else {
+                    // The last token carries the time this stream spent pacing, and [DONE] follows at once.
+                    out.write(("data: {\"choices\":[{\"index\":0,\"text\":\"t" + i + "\"}],\"paced_ns\":" + paced
+                            + "}\n\n").getBytes(StandardCharsets.US_ASCII));
+                    out.write(DONE);
                 }
-                out.write(chunk);
                 out.flush();
             }
         }
+    }
+
+    /** Sleeps one token interval, as a decode step takes; returns the nanoseconds it really took. */
+    private static long pace(long tokenMillis) throws IOException {
+        if (tokenMillis == 0) {
+            return 0;
+        }
+        long t0 = System.nanoTime();
+        try {
+            Thread.sleep(tokenMillis);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted while streaming", e);
+        }
+        return System.nanoTime() - t0;
     }
 
     private static void reply(HttpExchange ex, byte[] body) throws IOException {
