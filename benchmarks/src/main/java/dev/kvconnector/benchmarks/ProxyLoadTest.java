@@ -161,6 +161,7 @@ public final class ProxyLoadTest {
         long tokenMillis = 0;
         boolean burst = false;
         boolean relay = false;
+        String baselineJar = null;
         for (String a : args) {
             if (a.equals("--client=jdk")) {
                 jdkClient = true;
@@ -174,6 +175,8 @@ public final class ProxyLoadTest {
                 burst = true;
             } else if (a.equals("--relay")) {
                 relay = true;
+            } else if (a.startsWith("--baseline=")) {
+                baselineJar = a.substring("--baseline=".length());
             } else if (a.startsWith("--rounds=")) {
                 rounds = Integer.parseInt(a.substring("--rounds=".length()));
             } else {
@@ -201,8 +204,15 @@ public final class ProxyLoadTest {
             String pAddr = "127.0.0.1:" + instances.ports[0];
             String dAddr = "127.0.0.1:" + instances.ports[1];
             proxies.add(Child.start(jvmArgs(System.getProperty("proxyload.proxyJvmArgs")), "proxy", pAddr, dAddr));
+            List<String> names = new ArrayList<>(List.of("direct (P then D):", "proxied:"));
             if (relay) {
                 proxies.add(Child.start(jvmArgs(System.getProperty("proxyload.proxyJvmArgs")), "relay", pAddr, dAddr));
+                names.add("event-loop relay:");
+            }
+            if (baselineJar != null) {
+                proxies.add(Child.start(baselineJar, jvmArgs(System.getProperty("proxyload.proxyJvmArgs")), "proxy",
+                        pAddr, dAddr));
+                names.add("baseline proxy:");
             }
             List<String> proxyAddrs = proxies.stream().map(c -> "127.0.0.1:" + c.ports[0]).toList();
             int maxClients = Arrays.stream(levels).max().orElseThrow();
@@ -231,7 +241,7 @@ public final class ProxyLoadTest {
                                     proxies.get(Math.max(side, 0)));
                         }
                     }
-                    missed |= report(clients, results) && clients >= 200;
+                    missed |= report(clients, results, names) && clients >= 200;
                 }
                 System.out.printf("load average after: %s; client reconnects: %d%n", loadAverage(),
                         load.reconnects());
@@ -270,7 +280,6 @@ public final class ProxyLoadTest {
 
     /** The side that talks to the instances straight; sides 0 and up go through the proxy under test, the relay. */
     private static final int DIRECT = -1;
-    private static final String[] SIDE_NAMES = {"direct (P then D):", "proxied:", "event-loop relay:"};
 
     /** One round of one side; {@code proxy} is the JVM whose CPU is charged (the side's own, or the proxy's). */
     private static void measure(Load load, int clients, int perClient, int side, long spreadNanos, Result into,
@@ -292,14 +301,14 @@ public final class ProxyLoadTest {
     }
 
     /** Prints one concurrency's result; returns true when a goal is missed. */
-    private static boolean report(int clients, List<Result> results) {
+    private static boolean report(int clients, List<Result> results, List<String> names) {
         Result direct = results.get(0);
         System.out.printf("%d concurrent clients (load average %s)%n", clients, loadAverage());
         for (int i = 0; i < results.size(); i++) {
             Result r = results.get(i);
             System.out.printf("  %-18s latency p50 %8.3f p99 %8.3f ms, less D's pacing p50 %7.3f p99 %7.3f ms  "
                             + "%6.0f req/s  CPU us/request: client %5.0f instances %5.0f proxy %5.0f%n",
-                    SIDE_NAMES[i],
+                    names.get(i),
                     ms(r.latency.getValueAtPercentile(50)), ms(r.latency.getValueAtPercentile(99)),
                     ms(r.unpaced.getValueAtPercentile(50)), ms(r.unpaced.getValueAtPercentile(99)),
                     r.requests / (r.wallNanos / 1e9), r.usPerRequest(r.clientCpuNanos),
@@ -317,10 +326,10 @@ public final class ProxyLoadTest {
                 perRound.append(String.format(" %.3f/%.3f", p[0] - d[0], p[1] - d[1]));
             }
             boolean miss = p50 > 1 || p99 > 5;
-            System.out.printf("  overhead %-9s p50 %7.3f ms (goal <= 1)  p99 %7.3f ms (goal <= 5)  %s;"
-                    + " per round pair (p50/p99 ms):%s%n", i == 1 ? "(proxy):" : "(relay):", p50, p99,
+            System.out.printf("  overhead %-18s p50 %7.3f ms (goal <= 1)  p99 %7.3f ms (goal <= 5)  %s;"
+                    + " per round pair (p50/p99 ms):%s%n", names.get(i).replace(":", ""), p50, p99,
                     miss ? "MISSED" : "met", perRound);
-            // The goal is the proxy's; the relay is the floor it is compared with.
+            // The goal is the proxy's; the relay and the baseline are what it is compared with.
             missed |= i == 1 && miss;
         }
         return missed;
@@ -721,13 +730,18 @@ public final class ProxyLoadTest {
         }
 
         static Child start(List<String> jvmArgs, String... args) throws IOException {
+            return start(System.getProperty("java.class.path"), jvmArgs, args);
+        }
+
+        /** A child JVM of {@code ProxyLoadTest} on {@code classPath}: another build's jar, for a baseline. */
+        static Child start(String classPath, List<String> jvmArgs, String... args) throws IOException {
             List<String> cmd = new ArrayList<>();
             cmd.add(ProcessHandle.current().info().command().orElse(Path.of(System.getProperty("java.home"), "bin",
                     "java").toString()));
             cmd.add("--enable-native-access=ALL-UNNAMED");
             cmd.addAll(jvmArgs);
             cmd.add("-cp");
-            cmd.add(System.getProperty("java.class.path"));
+            cmd.add(classPath);
             cmd.add(ProxyLoadTest.class.getName());
             cmd.addAll(List.of(args));
             Process p = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
