@@ -51,8 +51,9 @@ import java.util.Map;
  * one-token copy and discard its answer, send D the request and pass its stream through) on Netty, with the
  * client's connection and both upstream connections served by one event-loop thread, so a chunk goes from D's
  * socket to the client's with no thread hand-off. It has none of the proxy's policies, retries, timeouts or
- * metrics: what it costs is the least an event-loop design of the proxy could cost, measured beside the proxy in
- * the same run to decide whether porting the proxy to it pays.
+ * metrics: what it costs is the least the proxy's event-loop design could cost. Measured beside the JDK-server proxy
+ * it decided the proxy's move to Netty; measured beside the Netty proxy ({@code ProxyLoadTest --relay}) it shows
+ * what the proxy's own logic adds.
  */
 final class EventLoopRelay implements AutoCloseable {
     private static final ObjectMapper JSON = new ObjectMapper();
