@@ -169,7 +169,7 @@ public final class ProxyLoadTest {
         boolean burst = false;
         boolean relay = false;
         String baselineJar = null;
-        boolean concurrentControl = true;
+        boolean concurrentControl = false;
         for (String a : args) {
             if (a.equals("--client=jdk")) {
                 jdkClient = true;
