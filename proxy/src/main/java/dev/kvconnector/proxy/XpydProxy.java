@@ -57,15 +57,16 @@ import java.util.concurrent.atomic.AtomicLong;
  * (blocking, on that virtual thread) woke a parked virtual thread, its carrier and the JDK poller on each side for
  * every chunk. In the proxy load test ({@code benchmarks/.../ProxyLoadTest}, 200 clients streaming 8 tokens 100 ms
  * apart, overhead = proxied less direct latency after subtracting D's own pacing per request; the old proxy, this one
- * and a bare Netty relay of the same hot path run in the same test, 2-core build machine shared with other builds,
- * load average 2.6-3.2):
+ * and a bare Netty relay of the same hot path in the same runs, eight runs on the 2-core build machine shared with
+ * other builds, load average 1-3):
  * <pre>
- *                         CPU/request   p50 overhead   p99 overhead (p99 is noise-bound at this load)
- * JDK server + HC5        2,190 us      2.8 ms         29 ms
- * Netty (this)            1,150 us      1.2 ms         27 ms
- * Netty relay, no logic     990 us      1.0 ms         10 ms
+ *                         CPU/request        p50 overhead    p99 overhead (bound by the machine's stalls)
+ * JDK server + HC5        1,690-2,190 us     0.87-2.80 ms    -0.1-109 ms
+ * Netty (this)              990-1,150 us     0.54-1.16 ms     1.7-27 ms
+ * Netty relay, no logic     860-  990 us     0.37-1.02 ms    -8.5-11 ms
  * </pre>
- * At one client, unpaced: 0.58 ms p50 overhead against 1.1 ms, 1,230 us of CPU per request against 1,750. Earlier,
+ * Unpaced (instant instances): at one client 0.31 ms p50 overhead against 0.68 ms, 880 us of CPU per request against
+ * 1,410; at 200 clients 370 us against 660, 1,820 req/s against 1,320. Earlier,
  * before the upstream client moved to HttpClient 5, the JDK server had matched or beaten Jetty 12 (virtual threads)
  * in a throwaway comparison; a thread per exchange was the common ground of both, and the cost it leaves per chunk
  * is what the event loop removes. A client that leaves is now noticed at once, even while the proxy waits on a
