@@ -2,50 +2,60 @@ package dev.kvconnector.proxy;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import com.sun.net.httpserver.HttpExchange;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.EventLoop;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-import org.apache.hc.client5.http.classic.methods.HttpPost;
-import org.apache.hc.core5.http.ContentType;
-import org.apache.hc.core5.http.io.entity.ByteArrayEntity;
-
 import java.io.IOException;
-import java.io.OutputStream;
+import java.io.UncheckedIOException;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 
 /**
- * One client completion request driven through P and D, on the virtual thread that serves the client.
- * Exactly one answer goes to the client: either D's (passed through), a 4xx of P or D (the client's own
- * error, passed through), or an OpenAI-style error naming the instance and cause.
+ * One client completion request driven through P and D, on the event loop of the client's connection: every
+ * step is a callback there, so a chunk of D's stream goes to the client on the thread that read it. Exactly one
+ * answer goes to the client: either D's (passed through), a 4xx of P or D (the client's own error, passed
+ * through), or an OpenAI-style error naming the instance and cause.
  */
 final class InferenceCall {
     private static final Logger LOG = LoggerFactory.getLogger(InferenceCall.class);
-    /** Sent to the instances as {@code Content-Type: application/json}, without a charset parameter. */
-    private static final ContentType JSON = ContentType.create("application/json");
     private static final int ERROR_SNIPPET_BYTES = 64 << 10;
-    /** One read of a streamed answer: several SSE events at a time when D is faster than the client. */
-    private static final int STREAM_BUFFER_BYTES = 4 << 10;
 
     private final XpydProxy proxy;
     private final ProxyConfig config;
-    private final HttpExchange client;
-    private final String path;
+    private final ClientRequest client;
+    private final EventLoop loop;
     private final ObjectNode body;
     private final String requestId;
     private final boolean stream;
     private final long affinity;
     private final long startNanos;
-    private volatile boolean clientGone;
+    private boolean clientGone;
     private boolean responded;
+    private boolean finished;
 
-    InferenceCall(XpydProxy proxy, HttpExchange client, String path, ObjectNode body, String requestId,
-                  long startNanos) {
+    private byte[] prefillBytes;
+    private int prefillAttempts;
+    private List<Instance> prefillTried;
+    private String lastPrefillFailure;
+
+    private byte[] decodeBytes;
+    private int decodeAttempts;
+    private List<Instance> decodeTried;
+    private String lastDecodeFailure;
+
+    /** The exchange in flight for this call's sequential steps (V0/V1 prefill, decode). */
+    private UpstreamExchange current;
+    private ConcurrentPrefill concurrentPrefill;
+
+    InferenceCall(XpydProxy proxy, ClientRequest client, ObjectNode body, String requestId, long startNanos) {
         this.proxy = proxy;
         this.config = proxy.config;
         this.client = client;
-        this.path = path;
+        this.loop = client.channel.eventLoop();
         this.body = body;
         this.requestId = requestId;
         this.stream = body.path("stream").asBoolean(false);
@@ -54,20 +64,41 @@ final class InferenceCall {
         this.startNanos = startNanos;
     }
 
-    void run() throws IOException, InterruptedException {
+    /** Starts the call; call on the client's event loop. */
+    void start() {
+        client.call = this;
+        if (!client.channel.isActive()) {
+            clientGone();
+            return;
+        }
         switch (config.flow()) {
             case V0, V1 -> {
-                ObjectNode kvParams = prefillThenDecideDecode();
-                if (responded) {
-                    return;
-                }
-                body.put("request_id", requestId);
-                if (kvParams != null) {
-                    body.set("kv_transfer_params", kvParams);
-                }
-                decode();
+                prefillBytes = json(prefillBody());
+                nextPrefill();
             }
-            case CONCURRENT -> runConcurrent();
+            case CONCURRENT -> startConcurrent();
+        }
+    }
+
+    /** The client's connection closed: whatever is in flight upstream is abandoned. On the event loop. */
+    void clientGone() {
+        if (finished || clientGone) {
+            return;
+        }
+        clientGone = true;
+        proxy.metrics.clientDisconnects.increment();
+        if (current != null) {
+            LOG.debug("request {}: client went away; cancelled {}", requestId, current.instance);
+            current.cancel();
+            proxy.metrics.of(current.instance).latency.record(current.elapsedSeconds());
+        }
+        finish();
+    }
+
+    /** The client can take more bytes: read D's stream again. On the event loop. */
+    void clientWritable() {
+        if (current != null) {
+            current.resumeReading();
         }
     }
 
@@ -95,101 +126,97 @@ final class InferenceCall {
         return p;
     }
 
-    /**
-     * Runs the prefill with the configured retries. Returns P's {@code kv_transfer_params} (V1), null when D
-     * goes on without it (V0, or decode-only after a failure); sets {@link #responded} when the client
-     * already got its answer (P's 4xx, or every prefill failed).
-     */
-    private ObjectNode prefillThenDecideDecode() throws IOException, InterruptedException {
-        byte[] bytes = HttpIo.JSON.writeValueAsBytes(prefillBody());
-        List<Instance> tried = null;
-        String lastFailure = null;
-        for (int attempt = 0; attempt < config.maxPrefillAttempts(); attempt++) {
-            Instance p = proxy.selector(Role.PREFILL).pick(proxy.pool.list(Role.PREFILL), tried, affinity);
-            if (p == null) {
-                break;
+    /** The next prefill attempt, or the end of the prefill when none is left. */
+    private void nextPrefill() {
+        if (prefillAttempts < config.maxPrefillAttempts()) {
+            Instance p = proxy.selector(Role.PREFILL).pick(proxy.pool.list(Role.PREFILL), prefillTried, affinity);
+            if (p != null) {
+                if (prefillAttempts > 0) {
+                    proxy.metrics.prefillRetries.increment();
+                }
+                prefillAttempts++;
+                prefillOnce(p);
+                return;
             }
-            if (attempt > 0) {
-                proxy.metrics.prefillRetries.increment();
-            }
-            PrefillAttempt result = prefillOnce(p, bytes);
-            if (result.kvParams != null || result.done) {
-                return result.kvParams;
-            }
-            if (responded) {
-                return null;
-            }
-            lastFailure = result.failure;
-            if (config.onPrefillFailure() == PrefillFailureMode.DECODE_ONLY) {
-                break;
-            }
-            if (tried == null) {
-                tried = new ArrayList<>(config.maxPrefillAttempts());
-            }
-            tried.add(p);
         }
+        prefillExhausted();
+    }
+
+    private void prefillFailed(Instance p, String failure) {
+        lastPrefillFailure = failure;
+        if (config.onPrefillFailure() == PrefillFailureMode.DECODE_ONLY) {
+            prefillExhausted();
+            return;
+        }
+        if (prefillTried == null) {
+            prefillTried = new ArrayList<>(config.maxPrefillAttempts());
+        }
+        prefillTried.add(p);
+        nextPrefill();
+    }
+
+    private void prefillExhausted() {
         if (config.onPrefillFailure() == PrefillFailureMode.DECODE_ONLY) {
             proxy.metrics.decodeOnlyFallbacks.increment();
             LOG.warn("request {}: prefill failed ({}); decode computes the prompt alone", requestId,
-                    lastFailure == null ? "no healthy prefill instance" : lastFailure);
-            return null;
-        }
-        if (lastFailure == null) {
+                    lastPrefillFailure == null ? "no healthy prefill instance" : lastPrefillFailure);
+            startDecode(null);
+        } else if (lastPrefillFailure == null) {
             respondError(503, "service_unavailable", "no healthy prefill instance (all "
                     + proxy.pool.list(Role.PREFILL).size() + " ejected or none configured); check /status");
         } else {
-            respondError(502, "upstream_error", "prefill failed: " + lastFailure);
+            respondError(502, "upstream_error", "prefill failed: " + lastPrefillFailure);
         }
-        return null;
     }
 
-    private record PrefillAttempt(ObjectNode kvParams, boolean done, String failure) {
-    }
-
-    private PrefillAttempt prefillOnce(Instance p, byte[] bytes) throws IOException, InterruptedException {
-        UpstreamExchange ex = send(p, bytes);
+    private void prefillOnce(Instance p) {
         ProxyMetrics.InstanceStats stats = proxy.metrics.of(p);
-        try {
-            int status = ex.awaitHeaders(deadline(ex, config.firstByteTimeout()));
-            stats.firstByte.record(ex.elapsedSeconds());
-            long total = deadline(ex, config.totalTimeout());
-            if (status >= 500) {
-                String snippet = snippet(ex.readAll(total, ERROR_SNIPPET_BYTES));
-                stats.errors.increment();
-                return new PrefillAttempt(null, false, p + " answered " + status + ": " + snippet);
+        current = send(p, prefillBytes, new Buffered() {
+            @Override
+            void headers(UpstreamExchange ex, int status) {
+                stats.firstByte.record(ex.elapsedSeconds());
+                ex.arm(deadline(ex, config.totalTimeout()), "response body");
+                if (status >= 500) {
+                    collect(ERROR_SNIPPET_BYTES);
+                } else if (status >= 400 || config.flow() == ProxyFlow.V1) {
+                    collect(config.maxResponseBytes());
+                } else {
+                    // V0 and the rest: only the prefill's side effect in the KV store matters.
+                    discard();
+                }
             }
-            if (status >= 400) {
-                // The client's request is at fault (a prompt too long, an unknown model): D would say the same.
-                byte[] answer = ex.readAll(total, config.maxResponseBytes());
-                respondRaw(status, ex.header("Content-Type"), answer);
-                return new PrefillAttempt(null, true, null);
+
+            @Override
+            void complete(UpstreamExchange ex, int status, byte[] answer) {
+                stats.latency.record(ex.elapsedSeconds());
+                current = null;
+                if (status >= 500) {
+                    stats.errors.increment();
+                    prefillFailed(p, p + " answered " + status + ": " + snippet(answer));
+                } else if (status >= 400) {
+                    // The client's request is at fault (a prompt too long, an unknown model): D would say the same.
+                    respondRaw(status, ex.header("Content-Type"), answer);
+                } else if (config.flow() == ProxyFlow.V0) {
+                    startDecode(null);
+                } else if (parseKvParams(answer) instanceof ObjectNode kv) {
+                    startDecode(kv);
+                } else {
+                    stats.errors.increment();
+                    prefillFailed(p, p + " answered without a kv_transfer_params object: is it started with"
+                            + " --kv-transfer-config and kv_role kv_producer (or kv_both)?");
+                }
             }
-            if (config.flow() == ProxyFlow.V0) {
-                ex.discardBody(total);
-                return new PrefillAttempt(null, true, null);
+
+            @Override
+            public void onFailure(UpstreamExchange ex, UpstreamFailure f) {
+                stats.latency.record(ex.elapsedSeconds());
+                current = null;
+                countFailure(stats, f);
+                proxy.onUnreachable(f);
+                prefillFailed(p, f.getMessage());
             }
-            byte[] answer = ex.readAll(total, config.maxResponseBytes());
-            if (config.flow() == ProxyFlow.CONCURRENT) {
-                return new PrefillAttempt(null, true, null);
-            }
-            JsonNode kv = parseKvParams(answer);
-            if (kv instanceof ObjectNode obj) {
-                return new PrefillAttempt(obj, true, null);
-            }
-            stats.errors.increment();
-            return new PrefillAttempt(null, false, p + " answered without a kv_transfer_params object: is it"
-                    + " started with --kv-transfer-config and kv_role kv_producer (or kv_both)?");
-        } catch (UpstreamFailure f) {
-            stats.errors.increment();
-            if (f.timeout) {
-                stats.timeouts.increment();
-            }
-            proxy.onUnreachable(f);
-            return new PrefillAttempt(null, false, f.getMessage());
-        } finally {
-            stats.latency.record(ex.elapsedSeconds());
-            ex.release();
-        }
+        });
+        current.arm(deadline(current, config.firstByteTimeout()), "response headers");
     }
 
     private static JsonNode parseKvParams(byte[] answer) {
@@ -202,56 +229,43 @@ final class InferenceCall {
 
     // ---- concurrent ------------------------------------------------------------------------------
 
-    private void runConcurrent() throws IOException, InterruptedException {
-        byte[] prefillBytes = HttpIo.JSON.writeValueAsBytes(prefillBody());
-        body.put("request_id", requestId);
-        ObjectNode kv = body.putObject("kv_transfer_params");
+    private void startConcurrent() {
+        byte[] bytes = json(prefillBody());
+        ObjectNode kv = HttpIo.JSON.createObjectNode();
         kv.put("transfer_id", requestId);
         kv.put("do_remote_decode", false);
         kv.put("do_remote_prefill", true);
-        ConcurrentPrefill prefill = new ConcurrentPrefill(prefillBytes);
-        Thread.ofVirtual().name("xpyd-prefill-" + requestId).start(prefill);
-        try {
-            decode();
-        } finally {
-            // Once D is done or the client is gone, an unfinished prefill has nobody left to serve.
-            if (clientGone || !prefill.succeeded) {
-                prefill.cancel();
-            }
-        }
+        concurrentPrefill = new ConcurrentPrefill(bytes);
+        concurrentPrefill.next();
+        startDecode(kv);
     }
 
     /** The prefill half of the concurrent flow: D is already waiting for the transfer id, so P only retries. */
-    private final class ConcurrentPrefill implements Runnable {
+    private final class ConcurrentPrefill {
         private final byte[] bytes;
-        private volatile UpstreamExchange current;
-        private volatile boolean cancelled;
-        volatile boolean succeeded;
+        private final int attempts;
+        private int attempt;
+        private List<Instance> tried;
+        private UpstreamExchange exchange;
+        private boolean cancelled;
+        boolean succeeded;
 
         ConcurrentPrefill(byte[] bytes) {
             this.bytes = bytes;
+            this.attempts = config.onPrefillFailure() == PrefillFailureMode.RETRY ? config.maxPrefillAttempts() : 1;
         }
 
-        @Override
-        public void run() {
-            List<Instance> tried = null;
-            int attempts = config.onPrefillFailure() == PrefillFailureMode.RETRY ? config.maxPrefillAttempts() : 1;
-            for (int attempt = 0; attempt < attempts && !cancelled; attempt++) {
+        void next() {
+            if (attempt < attempts && !cancelled) {
                 Instance p = proxy.selector(Role.PREFILL).pick(proxy.pool.list(Role.PREFILL), tried, affinity);
-                if (p == null) {
-                    break;
-                }
-                if (attempt > 0) {
-                    proxy.metrics.prefillRetries.increment();
-                }
-                if (attemptOnce(p)) {
-                    succeeded = true;
+                if (p != null) {
+                    if (attempt > 0) {
+                        proxy.metrics.prefillRetries.increment();
+                    }
+                    attempt++;
+                    once(p);
                     return;
                 }
-                if (tried == null) {
-                    tried = new ArrayList<>(attempts);
-                }
-                tried.add(p);
             }
             if (!cancelled) {
                 proxy.metrics.decodeOnlyFallbacks.increment();
@@ -259,192 +273,281 @@ final class InferenceCall {
             }
         }
 
-        private boolean attemptOnce(Instance p) {
-            UpstreamExchange ex = send(p, bytes);
-            current = ex;
-            ProxyMetrics.InstanceStats stats = proxy.metrics.of(p);
-            try {
-                if (cancelled) {
-                    ex.cancel();
-                    return false;
-                }
-                int status = ex.awaitHeaders(deadline(ex, config.firstByteTimeout()));
-                stats.firstByte.record(ex.elapsedSeconds());
-                ex.discardBody(deadline(ex, config.totalTimeout()));
-                if (status >= 400) {
-                    stats.errors.increment();
-                    LOG.warn("request {}: {} answered {} to the concurrent prefill", requestId, p, status);
-                    return false;
-                }
-                return true;
-            } catch (UpstreamFailure f) {
-                if (cancelled) {
-                    return false;
-                }
-                stats.errors.increment();
-                if (f.timeout) {
-                    stats.timeouts.increment();
-                }
-                proxy.onUnreachable(f);
-                LOG.warn("request {}: concurrent prefill failed: {}", requestId, f.getMessage());
-                return false;
-            } catch (InterruptedException e) {
-                ex.cancel();
-                return false;
-            } finally {
-                stats.latency.record(ex.elapsedSeconds());
-                ex.release();
+        private void failed(Instance p) {
+            if (tried == null) {
+                tried = new ArrayList<>(attempts);
             }
+            tried.add(p);
+            next();
+        }
+
+        private void once(Instance p) {
+            ProxyMetrics.InstanceStats stats = proxy.metrics.of(p);
+            exchange = send(p, bytes, new Buffered() {
+                @Override
+                void headers(UpstreamExchange ex, int status) {
+                    stats.firstByte.record(ex.elapsedSeconds());
+                    ex.arm(deadline(ex, config.totalTimeout()), "response body");
+                    discard();
+                }
+
+                @Override
+                void complete(UpstreamExchange ex, int status, byte[] answer) {
+                    stats.latency.record(ex.elapsedSeconds());
+                    exchange = null;
+                    if (status >= 400) {
+                        stats.errors.increment();
+                        LOG.warn("request {}: {} answered {} to the concurrent prefill", requestId, p, status);
+                        failed(p);
+                    } else {
+                        succeeded = true;
+                    }
+                }
+
+                @Override
+                public void onFailure(UpstreamExchange ex, UpstreamFailure f) {
+                    stats.latency.record(ex.elapsedSeconds());
+                    exchange = null;
+                    countFailure(stats, f);
+                    proxy.onUnreachable(f);
+                    LOG.warn("request {}: concurrent prefill failed: {}", requestId, f.getMessage());
+                    failed(p);
+                }
+            });
+            exchange.arm(deadline(exchange, config.firstByteTimeout()), "response headers");
         }
 
         void cancel() {
             cancelled = true;
-            UpstreamExchange ex = current;
-            if (ex != null) {
-                ex.cancel();
+            if (exchange != null) {
+                exchange.cancel();
+                proxy.metrics.of(exchange.instance).latency.record(exchange.elapsedSeconds());
+                exchange = null;
             }
         }
     }
 
     // ---- decode ----------------------------------------------------------------------------------
 
-    private void decode() throws IOException, InterruptedException {
-        byte[] bytes = HttpIo.JSON.writeValueAsBytes(body);
-        List<Instance> tried = null;
-        String lastFailure = null;
-        for (int attempt = 0; attempt < config.maxDecodeAttempts(); attempt++) {
-            Instance d = proxy.selector(Role.DECODE).pick(proxy.pool.list(Role.DECODE), tried, affinity);
-            if (d == null) {
-                break;
-            }
-            if (attempt > 0) {
-                proxy.metrics.decodeRetries.increment();
-            }
-            String failure = decodeOnce(d, bytes);
-            if (failure == null) {
+    private void startDecode(ObjectNode kvParams) {
+        body.put("request_id", requestId);
+        if (kvParams != null) {
+            body.set("kv_transfer_params", kvParams);
+        }
+        decodeBytes = json(body);
+        nextDecode();
+    }
+
+    private void nextDecode() {
+        if (decodeAttempts < config.maxDecodeAttempts()) {
+            Instance d = proxy.selector(Role.DECODE).pick(proxy.pool.list(Role.DECODE), decodeTried, affinity);
+            if (d != null) {
+                if (decodeAttempts > 0) {
+                    proxy.metrics.decodeRetries.increment();
+                }
+                decodeAttempts++;
+                decodeOnce(d);
                 return;
             }
-            lastFailure = failure;
-            if (tried == null) {
-                tried = new ArrayList<>(config.maxDecodeAttempts());
-            }
-            tried.add(d);
         }
-        if (lastFailure == null) {
+        if (lastDecodeFailure == null) {
             respondError(503, "service_unavailable", "no healthy decode instance (all "
                     + proxy.pool.list(Role.DECODE).size() + " ejected); check /status");
         } else {
-            respondError(502, "upstream_error", "decode failed: " + lastFailure);
+            respondError(502, "upstream_error", "decode failed: " + lastDecodeFailure);
         }
     }
 
-    /**
-     * One decode attempt. Returns null when the client got its answer (or went away), or the failure
-     * when nothing reached the client yet, so another instance may take the request.
-     */
-    private String decodeOnce(Instance d, byte[] bytes) throws IOException, InterruptedException {
-        UpstreamExchange ex = send(d, bytes);
+    /** The attempt failed before anything reached the client: another instance may take the request. */
+    private void decodeFailed(Instance d, String failure) {
+        lastDecodeFailure = failure;
+        if (decodeTried == null) {
+            decodeTried = new ArrayList<>(config.maxDecodeAttempts());
+        }
+        decodeTried.add(d);
+        nextDecode();
+    }
+
+    private void decodeOnce(Instance d) {
         ProxyMetrics.InstanceStats stats = proxy.metrics.of(d);
-        try {
-            long firstByte = deadline(ex, config.firstByteTimeout());
-            long total = deadline(ex, config.totalTimeout());
-            int status = ex.awaitHeaders(firstByte);
-            boolean streamed = stream && status < 400;
-            if (!streamed) {
-                stats.firstByte.record(ex.elapsedSeconds());
-            }
-            if (status >= 500) {
-                String snippet = snippet(ex.readAll(total, ERROR_SNIPPET_BYTES));
-                stats.errors.increment();
-                return d + " answered " + status + ": " + snippet;
-            }
-            if (!streamed) {
-                // Buffered: the client sees nothing until D's answer is complete, so a failure anywhere can
-                // still move to another instance without a duplicate or half answer.
-                byte[] answer = ex.readAll(total, config.maxResponseBytes());
-                ex.release();
-                respondRaw(status, ex.header("Content-Type"), answer);
-                return null;
-            }
-            byte[] buf = new byte[STREAM_BUFFER_BYTES];
-            int n = ex.read(buf, firstByte);
-            stats.firstByte.record(ex.elapsedSeconds());
-            streamToClient(ex, status, buf, n, total);
-            return null;
-        } catch (UpstreamFailure f) {
-            stats.errors.increment();
-            if (f.timeout) {
-                stats.timeouts.increment();
-            }
-            proxy.onUnreachable(f);
-            if (responded) {
-                return null;
-            }
-            return f.getMessage();
-        } finally {
-            stats.latency.record(ex.elapsedSeconds());
-            ex.release();
-        }
-    }
+        current = send(d, decodeBytes, new Buffered() {
+            /** Streaming to the client: D's bytes pass through as they arrive. */
+            private boolean streamed;
+            private boolean firstChunk = true;
 
-    /** Passes D's SSE bytes through, flushing each read as it arrives; {@code n} bytes of {@code buf} came first. */
-    private void streamToClient(UpstreamExchange ex, int status, byte[] buf, int n, long totalDeadline)
-            throws InterruptedException {
-        String type = ex.header("Content-Type");
-        client.getResponseHeaders().set("Content-Type", type == null ? "text/event-stream" : type);
-        client.getResponseHeaders().set("Cache-Control", "no-cache");
-        try {
-            client.sendResponseHeaders(status, 0);
-            responded = true;
-            proxy.metrics.response(status);
-            proxy.metrics.clientFirstByte.record((System.nanoTime() - startNanos) / 1e9);
-            OutputStream out = client.getResponseBody();
-            while (n >= 0) {
-                out.write(buf, 0, n);
-                out.flush();
-                try {
-                    n = ex.read(buf, totalDeadline);
-                } catch (UpstreamFailure f) {
-                    ProxyMetrics.InstanceStats stats = proxy.metrics.of(ex.instance);
-                    stats.errors.increment();
-                    if (f.timeout) {
-                        stats.timeouts.increment();
-                    }
-                    LOG.warn("request {}: decode stream broke after the first byte: {}", requestId, f.getMessage());
-                    // The status line is gone; an SSE error event is the only way left to tell the client.
-                    out.write(HttpIo.utf8("data: "));
-                    out.write(HttpIo.errorBody("decode failed mid-stream: " + f.getMessage(), "upstream_error", 502));
-                    out.write(HttpIo.utf8("\n\n"));
-                    out.flush();
-                    return;
+            @Override
+            void headers(UpstreamExchange ex, int status) {
+                streamed = stream && status < 400;
+                if (!streamed) {
+                    stats.firstByte.record(ex.elapsedSeconds());
+                    ex.arm(deadline(ex, config.totalTimeout()), "response body");
+                    // Buffered: the client sees nothing until D's answer is complete, so a failure anywhere can
+                    // still move to another instance without a duplicate or half answer.
+                    collect(status >= 500 ? ERROR_SNIPPET_BYTES : config.maxResponseBytes());
+                } else {
+                    ex.arm(deadline(ex, config.firstByteTimeout()), "response body");
                 }
             }
-            ex.release();
-            out.close();
-        } catch (IOException clientWriteFailed) {
-            clientGone = true;
-            proxy.metrics.clientDisconnects.increment();
-            ex.cancel();
-            LOG.debug("request {}: client went away; cancelled {}", requestId, ex.instance);
-        }
+
+            @Override
+            public void onContent(UpstreamExchange ex, ByteBuf content) {
+                if (!streamed) {
+                    super.onContent(ex, content);
+                    return;
+                }
+                if (firstChunk) {
+                    startStreaming(ex, stats);
+                    firstChunk = false;
+                }
+                client.chunk(content);
+                if (!client.channel.isWritable()) {
+                    ex.pauseReading();
+                }
+            }
+
+            @Override
+            void complete(UpstreamExchange ex, int status, byte[] answer) {
+                stats.latency.record(ex.elapsedSeconds());
+                current = null;
+                if (streamed) {
+                    if (firstChunk) {
+                        startStreaming(ex, stats);
+                    }
+                    client.endStream();
+                    finish();
+                } else if (status >= 500) {
+                    stats.errors.increment();
+                    decodeFailed(d, d + " answered " + status + ": " + snippet(answer));
+                } else {
+                    respondRaw(status, ex.header("Content-Type"), answer);
+                }
+            }
+
+            @Override
+            public void onFailure(UpstreamExchange ex, UpstreamFailure f) {
+                stats.latency.record(ex.elapsedSeconds());
+                current = null;
+                countFailure(stats, f);
+                if (responded) {
+                    LOG.warn("request {}: decode stream broke after the first byte: {}", requestId, f.getMessage());
+                    // The status line is gone; an SSE error event is the only way left to tell the client.
+                    byte[] event = HttpIo.errorBody("decode failed mid-stream: " + f.getMessage(), "upstream_error",
+                            502);
+                    client.chunk(Unpooled.wrappedBuffer(HttpIo.utf8("data: "), event, HttpIo.utf8("\n\n")));
+                    client.endStream();
+                    finish();
+                    return;
+                }
+                proxy.onUnreachable(f);
+                decodeFailed(d, f.getMessage());
+            }
+        });
+        current.arm(deadline(current, config.firstByteTimeout()), "response headers");
+    }
+
+    private void startStreaming(UpstreamExchange ex, ProxyMetrics.InstanceStats stats) {
+        stats.firstByte.record(ex.elapsedSeconds());
+        ex.arm(deadline(ex, config.totalTimeout()), "response body");
+        String type = ex.header("Content-Type");
+        client.startStream(ex.status(), type == null ? "text/event-stream" : type);
+        responded = true;
+        proxy.metrics.response(ex.status());
+        proxy.metrics.clientFirstByte.record((System.nanoTime() - startNanos) / 1e9);
     }
 
     // ---- helpers ---------------------------------------------------------------------------------
 
-    private UpstreamExchange send(Instance i, byte[] bytes) {
-        HttpPost post = new HttpPost(i.uri(path));
-        post.setHeader("X-Request-Id", requestId);
-        post.setEntity(new ByteArrayEntity(bytes, JSON));
-        String auth = client.getRequestHeaders().getFirst("Authorization");
-        if (auth != null) {
-            post.setHeader("Authorization", auth);
+    /**
+     * A listener that reads a whole answer into an array (at most a given size), or drops it, as
+     * {@link #headers} decides; subclasses may take the body themselves by overriding {@link #onContent}.
+     */
+    private abstract class Buffered implements UpstreamExchange.Listener {
+        private int status;
+        private long max = -1;
+        private byte[] bytes;
+        private int size;
+
+        abstract void headers(UpstreamExchange ex, int status);
+
+        abstract void complete(UpstreamExchange ex, int status, byte[] answer);
+
+        void collect(long maxBytes) {
+            max = maxBytes;
+            bytes = new byte[1024];
         }
+
+        void discard() {
+            max = -1;
+        }
+
+        @Override
+        public final void onHeaders(UpstreamExchange ex, int code) {
+            status = code;
+            headers(ex, code);
+        }
+
+        @Override
+        public void onContent(UpstreamExchange ex, ByteBuf content) {
+            try {
+                if (max < 0) {
+                    return;
+                }
+                int n = content.readableBytes();
+                if (size + (long) n > max) {
+                    ex.cancel();
+                    onFailure(ex, new UpstreamFailure(ex.instance, "answer larger than " + max + " bytes", false));
+                    return;
+                }
+                if (size + n > bytes.length) {
+                    bytes = Arrays.copyOf(bytes, (int) Math.min(max, Math.max(bytes.length * 2L, size + n)));
+                }
+                content.readBytes(bytes, size, n);
+                size += n;
+            } finally {
+                content.release();
+            }
+        }
+
+        @Override
+        public final void onEnd(UpstreamExchange ex) {
+            complete(ex, status, bytes == null ? new byte[0] : Arrays.copyOf(bytes, size));
+        }
+
+        @Override
+        public void onBug(RuntimeException e) {
+            current = null;
+            if (!responded) {
+                respondError(500, "internal_error", "proxy error: " + e);
+            } else {
+                client.channel.close();
+                finish();
+            }
+        }
+    }
+
+    private UpstreamExchange send(Instance i, byte[] bytes, UpstreamExchange.Listener listener) {
         proxy.metrics.of(i).requests.increment();
-        return UpstreamExchange.send(proxy.upstream, i, post);
+        return UpstreamExchange.send(proxy.upstream, loop, i, client.path, requestId,
+                client.headers.get("Authorization"), bytes, listener);
+    }
+
+    private static void countFailure(ProxyMetrics.InstanceStats stats, UpstreamFailure f) {
+        stats.errors.increment();
+        if (f.timeout) {
+            stats.timeouts.increment();
+        }
     }
 
     private static long deadline(UpstreamExchange ex, java.time.Duration d) {
         return ex.startNanos + d.toNanos();
+    }
+
+    private static byte[] json(ObjectNode node) {
+        try {
+            return HttpIo.JSON.writeValueAsBytes(node);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot serialise a request body", e);
+        }
     }
 
     private static String snippet(byte[] body) {
@@ -452,15 +555,31 @@ final class InferenceCall {
         return s.isEmpty() ? "(empty body)" : s;
     }
 
-    private void respondRaw(int status, String contentType, byte[] answer) throws IOException {
+    private void respondRaw(int status, String contentType, byte[] answer) {
+        if (clientGone) {
+            return;
+        }
         responded = true;
         proxy.metrics.response(status);
         proxy.metrics.clientFirstByte.record((System.nanoTime() - startNanos) / 1e9);
-        HttpIo.send(client, status, contentType == null ? "application/json" : contentType, answer);
+        client.send(status, contentType == null ? "application/json" : contentType, answer);
+        finish();
     }
 
-    private void respondError(int status, String type, String message) throws IOException {
+    private void respondError(int status, String type, String message) {
         LOG.warn("request {}: {} {}", requestId, status, message);
         respondRaw(status, "application/json", HttpIo.errorBody(message, type, status));
+    }
+
+    /** The client has its answer, or is gone: an unfinished concurrent prefill has nobody left to serve. */
+    private void finish() {
+        if (finished) {
+            return;
+        }
+        finished = true;
+        client.call = null;
+        if (concurrentPrefill != null && (clientGone || !concurrentPrefill.succeeded)) {
+            concurrentPrefill.cancel();
+        }
     }
 }

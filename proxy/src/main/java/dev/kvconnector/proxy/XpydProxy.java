@@ -3,10 +3,23 @@ package dev.kvconnector.proxy;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import com.sun.net.httpserver.HttpExchange;
-import com.sun.net.httpserver.HttpServer;
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.epoll.Epoll;
+import io.netty.channel.epoll.EpollIoHandler;
+import io.netty.channel.epoll.EpollServerSocketChannel;
+import io.netty.channel.epoll.EpollSocketChannel;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.channel.socket.nio.NioSocketChannel;
+import io.netty.handler.codec.http.HttpServerCodec;
+import io.netty.handler.timeout.IdleStateHandler;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -20,6 +33,7 @@ import java.security.NoSuchAlgorithmException;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -36,36 +50,32 @@ import java.util.concurrent.atomic.AtomicLong;
  * {@code GET /v1/models}, {@code GET /status}, {@code GET /health}, {@code GET /metrics} (Prometheus), and
  * {@code POST /instances/add}, {@code POST /instances/remove} (need {@code X-API-Key}).
  *
- * <p>Server choice, by measurement (a throwaway main, run four times on the 2-core build machine while other
- * builds ran, load average 11-18, so only the comparison means anything): an HttpClient with 32 virtual-thread
- * callers x 300 POSTs against a handler that answers 1 KiB of JSON, or 20 SSE chunks each flushed.
- * <ul>
- *   <li>JDK {@code HttpServer}, virtual threads, TCP_NODELAY: JSON 700-5,800 req/s (p50 5-24 ms),
- *       SSE 1,150-3,000 req/s (p50 9-18 ms).</li>
- *   <li>Jetty 12.1.13 core handler, virtual threads: JSON 650-4,400 req/s (p50 6-19 ms),
- *       SSE 530-4,200 req/s (p50 7-40 ms).</li>
- *   <li>JDK {@code HttpServer} without TCP_NODELAY: SSE 480-710 req/s at p50 44-56 ms: every flushed chunk
- *       waits out Nagle against the client's delayed ACK.</li>
- * </ul>
- * So: the JDK server, with {@code sun.net.httpserver.nodelay} set before it loads. In each of the three
- * rounds run with TCP_NODELAY it matched or beat Jetty run in the same round, and it adds no dependency. What it lacks: it cannot notice a client that leaves
- * while the proxy waits on a silent upstream; the next write notices, and the first-byte and total timeouts
- * bound every upstream wait.
- *
- * <p>Its executor: a virtual thread per exchange. In the proxy load test ({@code benchmarks/.../ProxyLoadTest},
- * 200 clients, run twice alternating, load average 10-15) a cached pool of platform threads cost the proxy
- * 1,050-1,300 us of CPU per request against 690-720 us with virtual threads; at one client neither was
- * consistently ahead.
+ * <p>Transport choice, by measurement. Clients and upstream requests are served by Netty 4.2 (native epoll where it
+ * loads, NIO otherwise) on one event loop per core: a request's client connection and its upstream connections share
+ * one event-loop thread, so each chunk of D's stream is read and written to the client by the thread that was woken
+ * for it. Before, the JDK {@code HttpServer} (a virtual thread per exchange) and Apache HttpClient 5 classic
+ * (blocking, on that virtual thread) woke a parked virtual thread, its carrier and the JDK poller on each side for
+ * every chunk. In the proxy load test ({@code benchmarks/.../ProxyLoadTest}, 200 clients streaming 8 tokens 100 ms
+ * apart, overhead = proxied less direct latency after subtracting D's own pacing per request; the old proxy, this one
+ * and a bare Netty relay of the same hot path in the same runs, eight runs on the 2-core build machine shared with
+ * other builds, load average 1-3):
+ * <pre>
+ *                         CPU/request        p50 overhead    p99 overhead (bound by the machine's stalls)
+ * JDK server + HC5        1,690-2,190 us     0.87-2.80 ms    -0.1-109 ms
+ * Netty (this)              990-1,150 us     0.54-1.16 ms     1.7-27 ms
+ * Netty relay, no logic     860-  990 us     0.37-1.02 ms    -8.5-11 ms
+ * </pre>
+ * Unpaced (instant instances): at one client 0.31 ms p50 overhead against 0.68 ms, 880 us of CPU per request against
+ * 1,410; at 200 clients 370 us against 660, 1,820 req/s against 1,320. Earlier,
+ * before the upstream client moved to HttpClient 5, the JDK server had matched or beaten Jetty 12 (virtual threads)
+ * in a throwaway comparison; a thread per exchange was the common ground of both, and the cost it leaves per chunk
+ * is what the event loop removes. A client that leaves is now noticed at once, even while the proxy waits on a
+ * silent upstream.
  */
 public final class XpydProxy implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(XpydProxy.class);
 
     static {
-        // Read once when the JDK server's config class loads: must precede the first HttpServer in the JVM.
-        setIfUnset("sun.net.httpserver.nodelay", "true");
-        // The JDK server closes idle keep-alive connections beyond 200; a client about to reuse one then gets a
-        // connection that answers nothing. A proxy in front of hundreds of clients keeps more.
-        setIfUnset("sun.net.httpserver.maxIdleConnections", "4096");
         // vLLM's server (uvicorn) drops idle keep-alive connections after 5 s, the JDK client (health probes, model
         // checks) would reuse them for 30 s. Stop reusing them before the instance drops them. Read once, when the
         // first HttpClient is built. Completion requests go through UpstreamClient, which keeps them 4 s.
@@ -85,14 +95,16 @@ public final class XpydProxy implements AutoCloseable {
     final HttpClient client;
     /** Completion requests to the instances. */
     final UpstreamClient upstream;
+    /** Serves the clients and the upstream connections of their requests; a thread per core. */
+    private final EventLoopGroup loops;
+    private final boolean epoll = Epoll.isAvailable();
     private final InstanceSelector prefillSelector;
     private final InstanceSelector decodeSelector;
     private final byte[] adminKeyDigest;
     private final AtomicLong requestCounter = new AtomicLong();
     private final String idPrefix = "xpyd-" + Long.toHexString(System.nanoTime() & 0xffffffL) + "-";
-    private final ExecutorService serverThreads = Executors.newVirtualThreadPerTaskExecutor();
     private final ExecutorService clientThreads = Executors.newVirtualThreadPerTaskExecutor();
-    private HttpServer server;
+    private Channel server;
     private HealthChecker health;
     private final java.util.concurrent.CountDownLatch stopped = new java.util.concurrent.CountDownLatch(1);
 
@@ -109,7 +121,10 @@ public final class XpydProxy implements AutoCloseable {
                 .executor(clientThreads)
                 .followRedirects(HttpClient.Redirect.NEVER)
                 .build();
-        this.upstream = new UpstreamClient(config, metrics.staleConnectionRetries);
+        this.loops = new MultiThreadIoEventLoopGroup(Runtime.getRuntime().availableProcessors(),
+                epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory());
+        this.upstream = new UpstreamClient(config, epoll ? EpollSocketChannel.class : NioSocketChannel.class,
+                metrics.staleConnectionRetries);
     }
 
     /**
@@ -127,11 +142,29 @@ public final class XpydProxy implements AutoCloseable {
         if (config.startupCheck() != StartupCheck.OFF) {
             checkModels();
         }
-        HttpServer s = HttpServer.create(new InetSocketAddress(config.bindHost(), config.port()), 1024);
-        s.setExecutor(serverThreads);
-        s.createContext("/", this::dispatch);
-        s.start();
-        server = s;
+        if (!epoll) {
+            LOG.info("Netty's native epoll transport is not available ({}); serving with Java NIO",
+                    Epoll.unavailabilityCause().toString());
+        }
+        try {
+            server = new ServerBootstrap().group(loops)
+                    .channel(epoll ? EpollServerSocketChannel.class : NioServerSocketChannel.class)
+                    .option(ChannelOption.SO_BACKLOG, 1024)
+                    .childOption(ChannelOption.TCP_NODELAY, true)
+                    .childHandler(new ChannelInitializer<Channel>() {
+                        @Override
+                        protected void initChannel(Channel ch) {
+                            ch.pipeline().addLast(new IdleStateHandler(0, 0, ServerHandler.IDLE_CLOSE_SECONDS),
+                                    new HttpServerCodec(),
+                                    new ServerHandler.LimitedAggregator(config.maxRequestBytes(), metrics),
+                                    new ServerHandler(XpydProxy.this::dispatch));
+                        }
+                    })
+                    .bind(new InetSocketAddress(config.bindHost(), config.port())).sync().channel();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted while binding " + config.bindHost() + ":" + config.port(), e);
+        }
         if (!config.healthInterval().isZero()) {
             health = new HealthChecker(config, pool, client);
         }
@@ -166,11 +199,11 @@ public final class XpydProxy implements AutoCloseable {
 
     /** The bound TCP port; valid after {@link #start()}, the real one when the config asked for 0. */
     public int port() {
-        HttpServer s = server;
+        Channel s = server;
         if (s == null) {
             throw new IllegalStateException("proxy not started");
         }
-        return s.getAddress().getPort();
+        return ((InetSocketAddress) s.localAddress()).getPort();
     }
 
     /** {@code http://host:port} of the running proxy (127.0.0.1 when bound to all addresses). */
@@ -191,13 +224,13 @@ public final class XpydProxy implements AutoCloseable {
             health = null;
         }
         if (server != null) {
-            server.stop(0);
+            server.close().syncUninterruptibly();
             server = null;
         }
+        // Closes every client and upstream connection: the instances see the requests in flight go away.
+        loops.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();
         client.shutdownNow();
-        upstream.close();
         clientThreads.shutdownNow();
-        serverThreads.shutdownNow();
         stopped.countDown();
     }
 
@@ -224,91 +257,85 @@ public final class XpydProxy implements AutoCloseable {
 
     // ---- dispatch --------------------------------------------------------------------------------
 
-    private void dispatch(HttpExchange ex) {
+    /** Serves one request, on its connection's event loop; only the admin endpoints leave it (they block). */
+    private void dispatch(ClientRequest ex) {
         long start = System.nanoTime();
-        String path = ex.getRequestURI().getPath();
-        try (ex) {
+        String path = ex.path;
+        try {
             switch (path) {
-                case "/v1/completions", "/v1/chat/completions" -> inference(ex, path, start);
+                case "/v1/completions", "/v1/chat/completions" -> inference(ex, start);
                 case "/v1/models" -> get(ex, this::models);
                 case "/status" -> get(ex, this::status);
                 case "/health" -> get(ex, this::health);
-                case "/metrics" -> get(ex, e -> HttpIo.send(e, 200, "text/plain; version=0.0.4; charset=utf-8",
+                case "/metrics" -> get(ex, e -> e.send(200, "text/plain; version=0.0.4; charset=utf-8",
                         metrics.render(pool).getBytes(StandardCharsets.UTF_8)));
-                case "/instances/add" -> admin(ex, true);
-                case "/instances/remove" -> admin(ex, false);
+                case "/instances/add" -> clientThreads.execute(() -> adminOnVirtualThread(ex, true));
+                case "/instances/remove" -> clientThreads.execute(() -> adminOnVirtualThread(ex, false));
                 default -> reply(ex, 404, "not_found", "no endpoint " + path + "; see /v1/completions,"
                         + " /v1/chat/completions, /v1/models, /status, /health, /metrics");
             }
-        } catch (IOException e) {
-            LOG.debug("client connection for {} failed: {}", path, e.toString());
+        } catch (IOException | RuntimeException e) {
+            internalError(ex, path, e);
+        }
+    }
+
+    private void adminOnVirtualThread(ClientRequest ex, boolean add) {
+        try {
+            admin(ex, add);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-        } catch (RuntimeException e) {
-            LOG.error("unexpected error serving {}", path, e);
-            try {
-                reply(ex, 500, "internal_error", "proxy error: " + e);
-            } catch (IOException | RuntimeException ignored) {
-                // The headers may already be out; the connection closes either way.
-            }
+            ex.channel.close();
+        } catch (IOException | RuntimeException e) {
+            internalError(ex, ex.path, e);
+        }
+    }
+
+    private void internalError(ClientRequest ex, String path, Exception e) {
+        LOG.error("unexpected error serving {}", path, e);
+        if (ex.status() == 0) {
+            reply(ex, 500, "internal_error", "proxy error: " + e);
+        } else {
+            // The headers are out: closing is the only way left to tell the client.
+            ex.channel.close();
         }
     }
 
     private interface Handler {
-        void handle(HttpExchange ex) throws IOException;
+        void handle(ClientRequest ex) throws IOException;
     }
 
-    private void get(HttpExchange ex, Handler h) throws IOException {
-        if (!"GET".equals(ex.getRequestMethod())) {
-            ex.getResponseHeaders().set("Allow", "GET");
-            reply(ex, 405, "invalid_request_error", ex.getRequestMethod() + " not allowed; use GET");
+    private void get(ClientRequest ex, Handler h) throws IOException {
+        if (!"GET".equals(ex.method)) {
+            ex.responseHeaders.set("Allow", "GET");
+            reply(ex, 405, "invalid_request_error", ex.method + " not allowed; use GET");
             return;
         }
         h.handle(ex);
-        metrics.response(ex.getResponseCode());
+        metrics.response(ex.status());
     }
 
-    private void reply(HttpExchange ex, int status, String type, String message) throws IOException {
+    private void reply(ClientRequest ex, int status, String type, String message) {
         metrics.response(status);
         HttpIo.sendError(ex, status, type, message);
     }
 
     /** Validates the request and reads it as a JSON object; answers the client and returns null otherwise. */
-    private ObjectNode readJsonObject(HttpExchange ex) throws IOException {
-        if (!"POST".equals(ex.getRequestMethod())) {
-            ex.getResponseHeaders().set("Allow", "POST");
-            reply(ex, 405, "invalid_request_error", ex.getRequestMethod() + " not allowed; use POST");
+    private ObjectNode readJsonObject(ClientRequest ex) {
+        if (!"POST".equals(ex.method)) {
+            ex.responseHeaders.set("Allow", "POST");
+            reply(ex, 405, "invalid_request_error", ex.method + " not allowed; use POST");
             return null;
         }
-        String contentType = ex.getRequestHeaders().getFirst("Content-Type");
+        String contentType = ex.headers.get("Content-Type");
         if (!HttpIo.isJson(contentType)) {
             reply(ex, 415, "invalid_request_error", "Content-Type must be application/json, was "
                     + (contentType == null ? "missing" : "'" + contentType + "'"));
             return null;
         }
-        String declared = ex.getRequestHeaders().getFirst("Content-Length");
-        byte[] raw = null;
-        boolean tooLarge;
-        try {
-            tooLarge = declared != null && Long.parseLong(declared.strip()) > config.maxRequestBytes();
-        } catch (NumberFormatException e) {
-            reply(ex, 400, "invalid_request_error", "Content-Length '" + declared + "' is not a number");
-            return null;
-        }
-        if (!tooLarge) {
-            raw = HttpIo.readLimited(ex.getRequestBody(), config.maxRequestBytes());
-            tooLarge = raw == null;
-        }
-        if (tooLarge) {
-            // The unread rest of the body would desynchronise the connection: close it after answering.
-            ex.getResponseHeaders().set("Connection", "close");
-            reply(ex, 413, "invalid_request_error", "request body exceeds the limit of " + config.maxRequestBytes()
-                    + " bytes (--max-request-bytes)");
-            return null;
-        }
+        // The body's size was checked while reading it (ServerHandler.LimitedAggregator).
         JsonNode node;
         try {
-            node = HttpIo.JSON.readTree(raw);
+            node = HttpIo.JSON.readTree(ex.body);
         } catch (IOException e) {
             node = null;
         }
@@ -323,19 +350,19 @@ public final class XpydProxy implements AutoCloseable {
         return obj;
     }
 
-    private void inference(HttpExchange ex, String path, long start) throws IOException, InterruptedException {
+    private void inference(ClientRequest ex, long start) {
         ObjectNode body = readJsonObject(ex);
         if (body == null) {
             return;
         }
         String requestId = idPrefix + requestCounter.incrementAndGet();
-        ex.getResponseHeaders().set("X-Request-Id", requestId);
-        new InferenceCall(this, ex, path, body, requestId, start).run();
+        ex.responseHeaders.set("X-Request-Id", requestId);
+        new InferenceCall(this, ex, body, requestId, start).start();
     }
 
     // ---- informational endpoints -----------------------------------------------------------------
 
-    private void models(HttpExchange ex) throws IOException {
+    private void models(ClientRequest ex) throws IOException {
         ObjectNode root = HttpIo.JSON.createObjectNode();
         root.put("object", "list");
         ObjectNode m = root.putArray("data").addObject();
@@ -345,7 +372,7 @@ public final class XpydProxy implements AutoCloseable {
         HttpIo.sendJson(ex, 200, root);
     }
 
-    private void status(HttpExchange ex) throws IOException {
+    private void status(ClientRequest ex) throws IOException {
         ObjectNode root = HttpIo.JSON.createObjectNode();
         root.put("model", config.model());
         root.put("flow", config.flow().name().toLowerCase(java.util.Locale.ROOT));
@@ -366,7 +393,7 @@ public final class XpydProxy implements AutoCloseable {
         HttpIo.sendJson(ex, 200, root);
     }
 
-    private void health(HttpExchange ex) throws IOException {
+    private void health(ClientRequest ex) throws IOException {
         int healthyDecode = healthyCount(Role.DECODE);
         int healthyPrefill = healthyCount(Role.PREFILL);
         if (healthyDecode == 0) {
@@ -392,13 +419,13 @@ public final class XpydProxy implements AutoCloseable {
 
     // ---- admin -----------------------------------------------------------------------------------
 
-    private void admin(HttpExchange ex, boolean add) throws IOException, InterruptedException {
+    private void admin(ClientRequest ex, boolean add) throws IOException, InterruptedException {
         if (adminKeyDigest == null) {
             reply(ex, 500, "server_error", "admin API disabled: the proxy has no admin key (set ADMIN_API_KEY"
                     + " or --admin-key-file)");
             return;
         }
-        String given = ex.getRequestHeaders().getFirst("X-API-Key");
+        String given = ex.headers.get("X-API-Key");
         // Digests of equal length make the comparison constant-time in the key's length as well as content.
         if (given == null || !MessageDigest.isEqual(sha256(given), adminKeyDigest)) {
             reply(ex, 403, "permission_error", "missing or wrong X-API-Key");
@@ -449,7 +476,7 @@ public final class XpydProxy implements AutoCloseable {
         adminOk(ex, "added " + address + " to " + role.label() + " instances", role, address);
     }
 
-    private void adminOk(HttpExchange ex, String message, Role role, HostPort address) throws IOException {
+    private void adminOk(ClientRequest ex, String message, Role role, HostPort address) throws IOException {
         ObjectNode root = HttpIo.JSON.createObjectNode();
         root.put("message", message);
         root.put("type", role.label());

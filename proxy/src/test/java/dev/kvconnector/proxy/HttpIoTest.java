@@ -2,16 +2,11 @@ package dev.kvconnector.proxy;
 
 import org.junit.jupiter.api.Test;
 
-import java.io.ByteArrayInputStream;
-import java.io.InputStream;
-
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** Content-type matching, bounded body reads and the error body shape. */
+/** Content-type matching and the error body shape. */
 class HttpIoTest {
 
     @Test
@@ -22,32 +17,6 @@ class HttpIoTest {
         assertFalse(HttpIo.isJson("application/jsonl"));
         assertFalse(HttpIo.isJson("text/plain; note=application/json"));
         assertFalse(HttpIo.isJson("application/x-www-form-urlencoded"));
-    }
-
-    @Test
-    void readLimitedReturnsTheBodyUpToTheLimitAndNullBeyondIt() throws Exception {
-        byte[] body = new byte[20_000];
-        body[19_999] = 7;
-        assertArrayEquals(body, HttpIo.readLimited(new ByteArrayInputStream(body), 20_000));
-        assertNull(HttpIo.readLimited(new ByteArrayInputStream(body), 19_999));
-        assertEquals(0, HttpIo.readLimited(new ByteArrayInputStream(new byte[0]), 10).length);
-    }
-
-    @Test
-    void readLimitedStopsReadingAnEndlessBody() throws Exception {
-        InputStream endless = new InputStream() {
-            @Override
-            public int read() {
-                return 'x';
-            }
-
-            @Override
-            public int read(byte[] b, int off, int len) {
-                java.util.Arrays.fill(b, off, off + len, (byte) 'x');
-                return len;
-            }
-        };
-        assertNull(HttpIo.readLimited(endless, 1 << 20));
     }
 
     @Test

@@ -22,8 +22,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * A keep-alive connection the instance closed while it sat idle in the proxy's pool (vLLM's uvicorn does so
- * after 5 s) is retried once on the same instance; a connection that fails before its first response is not,
- * since the instance may have processed that request.
+ * after 5 s) is not used again; one that closes without an answer as the request goes out on it (the close and the
+ * request crossed) is retried once on the same instance; a new connection that fails before its first response is
+ * not, since the instance may have processed that request.
  */
 class StaleConnectionTest extends ProxyTestBase {
 
@@ -31,9 +32,9 @@ class StaleConnectionTest extends ProxyTestBase {
             "{\"model\":\"test-model\",\"prompt\":\"hi\",\"max_tokens\":2,\"stream\":true}";
 
     @Test
-    void requestOnAConnectionTheInstanceClosedWhileIdleIsSentAgainToTheSameInstance() throws Exception {
-        try (var p = new IdleClosingInstanceDouble("p", 30, false);
-             var d = new IdleClosingInstanceDouble("d", 30, false)) {
+    void connectionTheInstanceClosedWhileIdleIsNotUsedAgain() throws Exception {
+        try (var p = new IdleClosingInstanceDouble("p", 30, false, false);
+             var d = new IdleClosingInstanceDouble("d", 30, false, false)) {
             // No model check: its connection would count among the idle ones closed.
             XpydProxy proxy = start(config().startupCheck(StartupCheck.OFF).prefill(p.address()).decode(d.address()));
 
@@ -47,18 +48,40 @@ class StaleConnectionTest extends ProxyTestBase {
 
             assertEquals(200, second.statusCode(), second.body());
             assertTrue(second.body().endsWith("data: [DONE]\n\n"), second.body());
-            // Each instance answered each request exactly once, the second on a new connection.
+            // Each instance got and answered each request exactly once, the second on a new connection: the proxy
+            // saw the idle connection close and dropped it.
+            assertEquals(2, p.received.size());
             assertEquals(2, p.answered.get());
+            assertEquals(2, d.received.size());
             assertEquals(2, d.answered.get());
             assertEquals(2, d.connections.get());
-            assertTrue(get(proxy, "/metrics").body().contains("xpyd_proxy_stale_connection_retries_total 2"));
+            assertTrue(get(proxy, "/metrics").body().contains("xpyd_proxy_stale_connection_retries_total 0"));
+        }
+    }
+
+    @Test
+    void requestOnAKeptAliveConnectionClosedWithoutAnAnswerIsSentAgainToTheSameInstance() throws Exception {
+        var p = instance("p");
+        try (var d = new IdleClosingInstanceDouble("d", 30_000, false, true)) {
+            XpydProxy proxy = start(config().startupCheck(StartupCheck.OFF).prefill(p.address()).decode(d.address()));
+
+            assertEquals(200, post(proxy, "/v1/completions", STREAM).statusCode());
+            HttpResponse<String> second = post(proxy, "/v1/completions", STREAM);
+
+            assertEquals(200, second.statusCode(), second.body());
+            assertTrue(second.body().endsWith("data: [DONE]\n\n"), second.body());
+            // The second request reached the kept-alive connection, which closed unanswered; it went again on a new one.
+            assertEquals(3, d.received.size());
+            assertEquals(2, d.answered.get());
+            assertEquals(2, d.connections.get());
+            assertTrue(get(proxy, "/metrics").body().contains("xpyd_proxy_stale_connection_retries_total 1"));
         }
     }
 
     @Test
     void freshConnectionClosedWithoutAnAnswerIsNotRetriedOnTheSameInstance() throws Exception {
         var p = instance("p");
-        try (var d = new IdleClosingInstanceDouble("d", 30_000, true)) {
+        try (var d = new IdleClosingInstanceDouble("d", 30_000, true, false)) {
             XpydProxy proxy = start(config().prefill(p.address()).decode(d.address()));
 
             HttpResponse<String> res = post(proxy, "/v1/completions", STREAM);
@@ -85,7 +108,9 @@ class StaleConnectionTest extends ProxyTestBase {
     /**
      * Test double of an OpenAI-compatible instance on raw sockets: it keeps connections alive but closes one
      * that stays idle for {@code idleMillis}, as uvicorn does (after 5 s). With {@code dropRequests} it reads
-     * each request and closes the connection without answering, as an instance that crashes would.
+     * each request and closes the connection without answering, as an instance that crashes would; with
+     * {@code dropReused} it does so with every request after a connection's first, as when the instance closes an
+     * idle connection at the moment the proxy sends on it.
      */
     private static final class IdleClosingInstanceDouble implements AutoCloseable {
         final String name;
@@ -95,13 +120,16 @@ class StaleConnectionTest extends ProxyTestBase {
         final AtomicInteger closedIdle = new AtomicInteger();
         private final int idleMillis;
         private final boolean dropRequests;
+        private final boolean dropReused;
         private final ServerSocket server;
         private final List<Socket> open = new CopyOnWriteArrayList<>();
 
-        IdleClosingInstanceDouble(String name, int idleMillis, boolean dropRequests) throws IOException {
+        IdleClosingInstanceDouble(String name, int idleMillis, boolean dropRequests, boolean dropReused)
+                throws IOException {
             this.name = name;
             this.idleMillis = idleMillis;
             this.dropRequests = dropRequests;
+            this.dropReused = dropReused;
             server = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
             Thread.ofVirtual().name("idle-closing-" + name).start(this::acceptLoop);
         }
@@ -142,6 +170,7 @@ class StaleConnectionTest extends ProxyTestBase {
                     if (requestLine == null) {
                         return;
                     }
+                    boolean reused = !firstRequest;
                     firstRequest = false;
                     s.setSoTimeout(10_000);
                     int length = 0;
@@ -156,7 +185,7 @@ class StaleConnectionTest extends ProxyTestBase {
                         continue;
                     }
                     received.add(body);
-                    if (dropRequests) {
+                    if (dropRequests || (dropReused && reused)) {
                         return;
                     }
                     answer(out, body.contains("\"stream\":true"));

@@ -5,9 +5,12 @@ import org.junit.jupiter.api.Test;
 import java.io.BufferedReader;
 import java.io.InputStream;
 import java.io.InputStreamReader;
+import java.net.InetAddress;
+import java.net.Socket;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
@@ -77,6 +80,41 @@ class StreamingTest extends ProxyTestBase {
         // 400 chunks take 10 s; the double sees its connection closed long before.
         assertTrue(d.sawDisconnect.await(8, TimeUnit.SECONDS), "decode never saw the proxy close its connection");
         assertEquals(0, d.completed.get());
+    }
+
+    @Test
+    void clientLeavingWhileDecodeIsSilentCancelsItAtOnce() throws Exception {
+        var p = instance("p");
+        var d = instance("d").stall(10_000);
+        XpydProxy proxy = start(config().firstByteTimeout(Duration.ofSeconds(30)).prefill(p.address())
+                .decode(d.address()));
+        Instance decode = proxy.pool.list(Role.DECODE).get(0);
+
+        try (Socket client = new Socket(InetAddress.getLoopbackAddress(), proxy.port())) {
+            byte[] body = STREAMED.getBytes(StandardCharsets.UTF_8);
+            client.getOutputStream().write(("POST /v1/completions HTTP/1.1\r\nHost: proxy\r\nContent-Type:"
+                    + " application/json\r\nContent-Length: " + body.length + "\r\n\r\n")
+                    .getBytes(StandardCharsets.US_ASCII));
+            client.getOutputStream().write(body);
+            client.getOutputStream().flush();
+            awaitTrue(() -> d.completions().size() == 1, "decode never got the request");
+            assertEquals(1, decode.outstanding.get());
+        }
+
+        // D stays silent for 10 s; the proxy lets it go as soon as the client's connection closes.
+        awaitTrue(() -> decode.outstanding.get() == 0, "the decode request outlived its client");
+        assertTrue(get(proxy, "/metrics").body().contains("xpyd_proxy_client_disconnects_total 1"));
+    }
+
+    private static void awaitTrue(java.util.function.BooleanSupplier condition, String failure)
+            throws InterruptedException {
+        long end = System.nanoTime() + 3_000_000_000L;
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > end) {
+                throw new AssertionError(failure);
+            }
+            Thread.sleep(5);
+        }
     }
 
     @Test
