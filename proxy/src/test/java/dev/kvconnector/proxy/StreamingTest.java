@@ -131,4 +131,55 @@ class StreamingTest extends ProxyTestBase {
         assertTrue(!res.body().contains("[DONE]"), "a broken stream must not look finished");
         assertEquals(1, d.completions().size(), "no second decode once bytes reached the client");
     }
+
+    @Test
+    void aClientThatStopsReadingHoldsDecodeBackInsteadOfTheProxyBufferingTheStream() throws Exception {
+        int chunks = 8000;
+        var p = instance("p");
+        // 16 KiB a chunk, 125 MiB in all: more than every socket buffer on the way can hold (tcp_rmem may let one
+        // receive buffer grow to 32 MiB).
+        var d = instance("d").stream(chunks, 0).padChunks(16 * 1024);
+        XpydProxy proxy = start(config().prefill(p.address()).decode(d.address()));
+
+        HttpResponse<InputStream> res = http.send(HttpRequest.newBuilder(uri(proxy, "/v1/completions"))
+                .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(STREAMED))
+                .build(), HttpResponse.BodyHandlers.ofInputStream());
+        try (var reader = new BufferedReader(new InputStreamReader(res.body(), StandardCharsets.UTF_8))) {
+            assertEquals(200, res.statusCode());
+            int held = writtenOnceStill(d);
+            assertTrue(held < chunks / 2, "with the client reading nothing, D could still write " + held + " of "
+                    + chunks + " chunks: the proxy kept reading into its own memory");
+            int next = 0;
+            boolean done = false;
+            for (String line; (line = reader.readLine()) != null; ) {
+                if (line.startsWith("data: {")) {
+                    assertTrue(line.contains("\"text\":\"t" + next + "p"), "chunk " + next + " out of order: "
+                            + line.substring(0, 80));
+                    next++;
+                } else if (line.equals("data: [DONE]")) {
+                    done = true;
+                }
+            }
+            assertEquals(chunks, next, "every chunk arrives once the client reads again");
+            assertTrue(done);
+        }
+    }
+
+    /** D's count of written chunks once it has not moved for 500 ms (within 20 s). */
+    private static int writtenOnceStill(VllmInstanceTestDouble d) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        int last = -1;
+        long stillSince = System.nanoTime();
+        while (System.nanoTime() < deadline) {
+            int now = d.chunksWritten.get();
+            if (now != last) {
+                last = now;
+                stillSince = System.nanoTime();
+            } else if (now > 0 && System.nanoTime() - stillSince > TimeUnit.MILLISECONDS.toNanos(500)) {
+                return now;
+            }
+            Thread.sleep(50);
+        }
+        return last;
+    }
 }

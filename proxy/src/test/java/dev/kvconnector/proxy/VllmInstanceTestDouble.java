@@ -47,6 +47,7 @@ final class VllmInstanceTestDouble implements AutoCloseable {
     private volatile CountDownLatch holdBeforeAnswer;
     private volatile int chunks = 3;
     private volatile long chunkDelayMillis;
+    private volatile String chunkPadding = "";
     private volatile CountDownLatch gateAfterFirstChunk;
     private volatile int breakAfterChunks = -1;
     private volatile int healthStatus = 200;
@@ -55,6 +56,8 @@ final class VllmInstanceTestDouble implements AutoCloseable {
     final CountDownLatch sawDisconnect = new CountDownLatch(1);
     /** Counted down when a completion has been fully answered. */
     final AtomicInteger completed = new AtomicInteger();
+    /** Streamed chunks written and flushed to the proxy so far (the write returned). */
+    final AtomicInteger chunksWritten = new AtomicInteger();
     final AtomicInteger healthProbes = new AtomicInteger();
 
     VllmInstanceTestDouble(String name, String model) throws IOException {
@@ -97,6 +100,12 @@ final class VllmInstanceTestDouble implements AutoCloseable {
     VllmInstanceTestDouble stream(int n, long delayMillis) {
         chunks = n;
         chunkDelayMillis = delayMillis;
+        return this;
+    }
+
+    /** Pads every streamed chunk's text with this many characters, for large streams. */
+    VllmInstanceTestDouble padChunks(int characters) {
+        chunkPadding = "p".repeat(characters);
         return this;
     }
 
@@ -221,6 +230,7 @@ final class VllmInstanceTestDouble implements AutoCloseable {
                 }
                 out.write(chunk(i, chat).getBytes(StandardCharsets.UTF_8));
                 out.flush();
+                chunksWritten.incrementAndGet();
                 CountDownLatch gate = gateAfterFirstChunk;
                 if (i == 0 && gate != null && !gate.await(10, TimeUnit.SECONDS)) {
                     throw new IllegalStateException("gate never opened");
@@ -240,7 +250,8 @@ final class VllmInstanceTestDouble implements AutoCloseable {
     String chunk(int i, boolean chat) {
         return chat
                 ? "data: {\"id\":\"chat-" + name + "\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"t" + i + "\"}}]}\n\n"
-                : "data: {\"id\":\"cmpl-" + name + "\",\"choices\":[{\"index\":0,\"text\":\"t" + i + "\"}]}\n\n";
+                : "data: {\"id\":\"cmpl-" + name + "\",\"choices\":[{\"index\":0,\"text\":\"t" + i + chunkPadding
+                        + "\"}]}\n\n";
     }
 
     private static void send(HttpExchange ex, int status, String json) throws IOException {
