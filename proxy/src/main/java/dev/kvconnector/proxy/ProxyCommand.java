@@ -76,6 +76,10 @@ public final class ProxyCommand implements Callable<Integer> {
             description = "From sending to an instance to its last byte. Default: ${DEFAULT-VALUE} ms.")
     long totalTimeoutMs;
 
+    @Option(names = "--client-idle-timeout-ms", defaultValue = "30000",
+            description = "A client connection with no request in flight this long is closed. Default: ${DEFAULT-VALUE} ms.")
+    long clientIdleTimeoutMs;
+
     @Option(names = "--max-request-bytes", defaultValue = "33554432", description = "Default: ${DEFAULT-VALUE}.")
     long maxRequestBytes;
 
@@ -137,6 +141,7 @@ public final class ProxyCommand implements Callable<Integer> {
                 .connectTimeout(Duration.ofMillis(connectTimeoutMs))
                 .firstByteTimeout(Duration.ofMillis(firstByteTimeoutMs))
                 .totalTimeout(Duration.ofMillis(totalTimeoutMs))
+                .clientIdleTimeout(Duration.ofMillis(clientIdleTimeoutMs))
                 .maxRequestBytes(maxRequestBytes)
                 .healthInterval(Duration.ofMillis(healthIntervalMs))
                 .healthPath(healthPath)

@@ -22,6 +22,7 @@ import java.util.Objects;
  * @param connectTimeout        TCP connect timeout to an instance
  * @param firstByteTimeout      from sending a request to an instance until its first body byte
  * @param totalTimeout          from sending a request to an instance until its last byte
+ * @param clientIdleTimeout     a client connection with no request in flight for this long is closed
  * @param maxRequestBytes       largest client request body, in bytes; larger gets 413
  * @param maxResponseBytes      largest non-streamed upstream answer the proxy buffers, in bytes
  * @param healthInterval        time between two health probes of an instance; zero disables probing
@@ -47,6 +48,7 @@ public record ProxyConfig(
         Duration connectTimeout,
         Duration firstByteTimeout,
         Duration totalTimeout,
+        Duration clientIdleTimeout,
         long maxRequestBytes,
         long maxResponseBytes,
         Duration healthInterval,
@@ -94,6 +96,7 @@ public record ProxyConfig(
         positive("connectTimeout", connectTimeout);
         positive("firstByteTimeout", firstByteTimeout);
         positive("totalTimeout", totalTimeout);
+        positive("clientIdleTimeout", clientIdleTimeout);
         positive("healthTimeout", healthTimeout);
         if (healthInterval == null || healthInterval.isNegative()) {
             throw new IllegalArgumentException("healthInterval must be zero (off) or positive, was " + healthInterval);
@@ -153,6 +156,7 @@ public record ProxyConfig(
         private Duration connectTimeout = Duration.ofSeconds(5);
         private Duration firstByteTimeout = Duration.ofSeconds(120);
         private Duration totalTimeout = Duration.ofMinutes(10);
+        private Duration clientIdleTimeout = Duration.ofSeconds(30);
         private long maxRequestBytes = DEFAULT_MAX_REQUEST_BYTES;
         private long maxResponseBytes = DEFAULT_MAX_RESPONSE_BYTES;
         private Duration healthInterval = Duration.ofSeconds(5);
@@ -192,6 +196,8 @@ public record ProxyConfig(
         public Builder firstByteTimeout(Duration v) { firstByteTimeout = v; return this; }
         /** Default 10 min. */
         public Builder totalTimeout(Duration v) { totalTimeout = v; return this; }
+        /** Default 30 s, as the JDK server the proxy once used: clients that leave without closing do not pile up. */
+        public Builder clientIdleTimeout(Duration v) { clientIdleTimeout = v; return this; }
         /** Default 32 MiB. */
         public Builder maxRequestBytes(long v) { maxRequestBytes = v; return this; }
         /** Default 64 MiB. */
@@ -217,7 +223,7 @@ public record ProxyConfig(
         public ProxyConfig build() {
             return new ProxyConfig(model, prefill, decode, bindHost, port, flow, policy, onPrefillFailure,
                     maxPrefillAttempts, maxDecodeAttempts, connectTimeout, firstByteTimeout, totalTimeout,
-                    maxRequestBytes, maxResponseBytes, healthInterval, healthTimeout, healthPath,
+                    clientIdleTimeout, maxRequestBytes, maxResponseBytes, healthInterval, healthTimeout, healthPath,
                     ejectAfterFailures, readmitAfterSuccesses, startupCheck, prefixAffinityChars, adminApiKey);
         }
     }

@@ -30,12 +30,6 @@ import java.util.function.Consumer;
 final class ServerHandler extends ChannelInboundHandlerAdapter {
     private static final Logger LOG = LoggerFactory.getLogger(ServerHandler.class);
 
-    /**
-     * Idle client connections are closed after this long, as the JDK server the proxy used before did (its default
-     * {@code sun.net.httpserver.idleInterval}), so clients that leave without closing do not pile up.
-     */
-    static final int IDLE_CLOSE_SECONDS = 30;
-
     private final Consumer<ClientRequest> dispatch;
     private final ArrayDeque<ClientRequest> waiting = new ArrayDeque<>(2);
     private ClientRequest current;
@@ -110,7 +104,10 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         ctx.fireChannelWritabilityChanged();
     }
 
-    /** A connection idle for {@link #IDLE_CLOSE_SECONDS} with no request in flight is closed (see the pipeline). */
+    /**
+     * A connection idle for {@link ProxyConfig#clientIdleTimeout()} with no request in flight is closed (see the
+     * pipeline).
+     */
     @Override
     public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
         if (evt instanceof IdleStateEvent && current == null) {

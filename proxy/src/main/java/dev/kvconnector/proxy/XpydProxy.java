@@ -154,7 +154,8 @@ public final class XpydProxy implements AutoCloseable {
                     .childHandler(new ChannelInitializer<Channel>() {
                         @Override
                         protected void initChannel(Channel ch) {
-                            ch.pipeline().addLast(new IdleStateHandler(0, 0, ServerHandler.IDLE_CLOSE_SECONDS),
+                            ch.pipeline().addLast(new IdleStateHandler(0, 0,
+                                    config.clientIdleTimeout().toMillis(), TimeUnit.MILLISECONDS),
                                     new HttpServerCodec(),
                                     new ServerHandler.LimitedAggregator(config.maxRequestBytes(), metrics),
                                     new ServerHandler(XpydProxy.this::dispatch));
