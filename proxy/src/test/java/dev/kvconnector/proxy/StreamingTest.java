@@ -29,9 +29,7 @@ class StreamingTest extends ProxyTestBase {
         var d = instance("d").stream(3, 0).gateAfterFirstChunk(gate);
         XpydProxy proxy = start(config().prefill(p.address()).decode(d.address()));
 
-        HttpResponse<InputStream> res = http.send(HttpRequest.newBuilder(uri(proxy, "/v1/completions"))
-                .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(STREAMED))
-                .build(), HttpResponse.BodyHandlers.ofInputStream());
+        HttpResponse<InputStream> res = openStream(proxy);
         try (var reader = new BufferedReader(new InputStreamReader(res.body(), StandardCharsets.UTF_8))) {
             assertEquals(200, res.statusCode());
             assertTrue(res.headers().firstValue("Content-Type").orElse("").startsWith("text/event-stream"));
@@ -69,9 +67,7 @@ class StreamingTest extends ProxyTestBase {
         var d = instance("d").stream(400, 25);
         XpydProxy proxy = start(config().prefill(p.address()).decode(d.address()));
 
-        HttpResponse<InputStream> res = http.send(HttpRequest.newBuilder(uri(proxy, "/v1/completions"))
-                .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(STREAMED))
-                .build(), HttpResponse.BodyHandlers.ofInputStream());
+        HttpResponse<InputStream> res = openStream(proxy);
         InputStream body = res.body();
         assertTrue(body.read() >= 0);
         body.close();
@@ -141,9 +137,7 @@ class StreamingTest extends ProxyTestBase {
         var d = instance("d").stream(chunks, 0).padChunks(16 * 1024);
         XpydProxy proxy = start(config().prefill(p.address()).decode(d.address()));
 
-        HttpResponse<InputStream> res = http.send(HttpRequest.newBuilder(uri(proxy, "/v1/completions"))
-                .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(STREAMED))
-                .build(), HttpResponse.BodyHandlers.ofInputStream());
+        HttpResponse<InputStream> res = openStream(proxy);
         try (var reader = new BufferedReader(new InputStreamReader(res.body(), StandardCharsets.UTF_8))) {
             assertEquals(200, res.statusCode());
             int held = writtenOnceStill(d);
@@ -181,5 +175,12 @@ class StreamingTest extends ProxyTestBase {
             Thread.sleep(50);
         }
         return last;
+    }
+
+    /** Sends the streamed completion through the proxy and returns once its headers are in; the body is unread. */
+    private HttpResponse<InputStream> openStream(XpydProxy proxy) throws Exception {
+        return http.send(HttpRequest.newBuilder(uri(proxy, "/v1/completions"))
+                .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(STREAMED))
+                .build(), HttpResponse.BodyHandlers.ofInputStream());
     }
 }
