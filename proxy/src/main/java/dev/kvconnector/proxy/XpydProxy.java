@@ -60,13 +60,16 @@ import java.util.concurrent.atomic.AtomicLong;
  * and a bare Netty relay of the same hot path in the same runs, eight runs on the 2-core build machine shared with
  * other builds, load average 1-3):
  * <pre>
- *                         CPU/request        p50 overhead    p99 overhead (bound by the machine's stalls)
+ *                         CPU/request        p50 overhead    p99 overhead (with the load test's faults, below)
  * JDK server + HC5        1,690-2,190 us     0.87-2.80 ms    -0.1-109 ms
  * Netty (this)              990-1,150 us     0.54-1.16 ms     1.7-27 ms
  * Netty relay, no logic     860-  990 us     0.37-1.02 ms    -8.5-11 ms
  * </pre>
  * Unpaced (instant instances): at one client 0.31 ms p50 overhead against 0.68 ms, 880 us of CPU per request against
- * 1,410; at 200 clients 370 us against 660, 1,820 req/s against 1,320. Earlier,
+ * 1,410; at 200 clients 370 us against 660, 1,820 req/s against 1,320. Those p99 figures carried three faults of the
+ * load test, since mended (its client's own GC pauses, P streaming 8 events on the proxied side only, heavy instance
+ * doubles); with them mended, four runs gave this proxy 0.65-0.79 ms at p50 and 3.05-4.35 ms at p99, the relay
+ * 0.53-0.97 and 2.12-5.86 ms. Earlier,
  * before the upstream client moved to HttpClient 5, the JDK server had matched or beaten Jetty 12 (virtual threads)
  * in a throwaway comparison; a thread per exchange was the common ground of both, and the cost it leaves per chunk
  * is what the event loop removes. A client that leaves is now noticed at once, even while the proxy waits on a
