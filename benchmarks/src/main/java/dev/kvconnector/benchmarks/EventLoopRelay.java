@@ -3,7 +3,6 @@ package dev.kvconnector.benchmarks;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.netty.bootstrap.Bootstrap;
-import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
@@ -12,12 +11,7 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoop;
-import io.netty.channel.EventLoopGroup;
-import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.SimpleChannelInboundHandler;
-import io.netty.channel.epoll.Epoll;
-import io.netty.channel.epoll.EpollIoHandler;
-import io.netty.channel.epoll.EpollServerSocketChannel;
 import io.netty.channel.epoll.EpollSocketChannel;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.handler.codec.http.DefaultFullHttpRequest;
@@ -31,10 +25,8 @@ import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaderValues;
 import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpObject;
-import io.netty.handler.codec.http.HttpObjectAggregator;
 import io.netty.handler.codec.http.HttpResponse;
 import io.netty.handler.codec.http.HttpResponseStatus;
-import io.netty.handler.codec.http.HttpServerCodec;
 import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.HttpVersion;
 import io.netty.handler.codec.http.LastHttpContent;
@@ -58,8 +50,7 @@ import java.util.Map;
 final class EventLoopRelay implements AutoCloseable {
     private static final ObjectMapper JSON = new ObjectMapper();
 
-    private final EventLoopGroup group;
-    private final Channel server;
+    private final LoopbackHttpServer server;
     private final InetSocketAddress prefill;
     private final InetSocketAddress decode;
     /** Idle keep-alive upstream connections per address, one set per event loop: never shared across threads. */
@@ -71,34 +62,18 @@ final class EventLoopRelay implements AutoCloseable {
     };
 
     EventLoopRelay(InetSocketAddress prefill, InetSocketAddress decode, int threads) throws InterruptedException {
-        if (!Epoll.isAvailable()) {
-            throw new IllegalStateException("Netty's native epoll transport does not load here",
-                    Epoll.unavailabilityCause());
-        }
         this.prefill = prefill;
         this.decode = decode;
-        this.group = new MultiThreadIoEventLoopGroup(threads, EpollIoHandler.newFactory());
-        this.server = new ServerBootstrap().group(group).channel(EpollServerSocketChannel.class)
-                .option(ChannelOption.SO_BACKLOG, 1024)
-                .childOption(ChannelOption.TCP_NODELAY, true)
-                .childHandler(new ChannelInitializer<SocketChannel>() {
-                    @Override
-                    protected void initChannel(SocketChannel ch) {
-                        ch.pipeline().addLast(new HttpServerCodec(), new HttpObjectAggregator(1 << 20),
-                                new ClientHandler());
-                    }
-                })
-                .bind(new InetSocketAddress("127.0.0.1", 0)).sync().channel();
+        this.server = new LoopbackHttpServer(threads, ClientHandler::new);
     }
 
     int port() {
-        return ((InetSocketAddress) server.localAddress()).getPort();
+        return server.port();
     }
 
     @Override
     public void close() {
-        server.close().syncUninterruptibly();
-        group.shutdownGracefully(0, 1, java.util.concurrent.TimeUnit.SECONDS).syncUninterruptibly();
+        server.close();
     }
 
     /** What an upstream connection's answer goes to; set while a request is out on it. */

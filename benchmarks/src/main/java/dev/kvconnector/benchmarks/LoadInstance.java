@@ -1,20 +1,11 @@
 package dev.kvconnector.benchmarks;
 
-import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
-import io.netty.channel.ChannelInitializer;
-import io.netty.channel.ChannelOption;
-import io.netty.channel.EventLoopGroup;
-import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.SimpleChannelInboundHandler;
-import io.netty.channel.epoll.Epoll;
-import io.netty.channel.epoll.EpollIoHandler;
-import io.netty.channel.epoll.EpollServerSocketChannel;
-import io.netty.channel.socket.SocketChannel;
 import io.netty.handler.codec.http.DefaultFullHttpResponse;
 import io.netty.handler.codec.http.DefaultHttpContent;
 import io.netty.handler.codec.http.DefaultHttpResponse;
@@ -22,12 +13,9 @@ import io.netty.handler.codec.http.DefaultLastHttpContent;
 import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaderValues;
-import io.netty.handler.codec.http.HttpObjectAggregator;
 import io.netty.handler.codec.http.HttpResponseStatus;
-import io.netty.handler.codec.http.HttpServerCodec;
 import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.HttpVersion;
-import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.TimeUnit;
 
@@ -60,36 +48,20 @@ final class LoadInstance implements AutoCloseable {
     }
 
     private final long tokenNanos;
-    private final EventLoopGroup loop;
-    private final Channel server;
+    private final LoopbackHttpServer server;
 
     LoadInstance(long tokenMillis) throws InterruptedException {
-        if (!Epoll.isAvailable()) {
-            throw new IllegalStateException("Netty's native epoll transport does not load here",
-                    Epoll.unavailabilityCause());
-        }
         this.tokenNanos = TimeUnit.MILLISECONDS.toNanos(tokenMillis);
-        this.loop = new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
-        this.server = new ServerBootstrap().group(loop).channel(EpollServerSocketChannel.class)
-                .option(ChannelOption.SO_BACKLOG, 1024)
-                .childOption(ChannelOption.TCP_NODELAY, true)
-                .childHandler(new ChannelInitializer<SocketChannel>() {
-                    @Override
-                    protected void initChannel(SocketChannel ch) {
-                        ch.pipeline().addLast(new HttpServerCodec(), new HttpObjectAggregator(1 << 20), new Handler());
-                    }
-                })
-                .bind(new InetSocketAddress("127.0.0.1", 0)).sync().channel();
+        this.server = new LoopbackHttpServer(1, Handler::new);
     }
 
     int port() {
-        return ((InetSocketAddress) server.localAddress()).getPort();
+        return server.port();
     }
 
     @Override
     public void close() {
-        server.close().syncUninterruptibly();
-        loop.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
+        server.close();
     }
 
     private static ByteBuf constant(String s) {
