@@ -22,8 +22,8 @@ import java.util.concurrent.TimeUnit;
 /**
  * An OpenAI-compatible instance for {@link ProxyLoadTest}, a test double of vLLM for load only: it answers a
  * non-streamed completion at once with one token, and streams {@code max_tokens} events (8 at most), one every
- * {@code tokenMillis} ms like a decode step, with {@code "paced_ns"} (the time its timers really took) in the last. Like vLLM's server (uvicorn, one
- * asyncio loop) it serves every connection on one event-loop thread.
+ * {@code tokenMillis} ms like a decode step, with {@code "paced_ns"} (the time its timers really took) in the last.
+ * Like vLLM's server (uvicorn, one asyncio loop) it serves every connection on one event-loop thread.
  *
  * <p>It replaced a JDK {@code HttpServer} on virtual threads, which cost 1,000-1,500 us of CPU per request at 200
  * paced clients (more than the proxy under test) and took 5-45 ms young pauses on G1: load on the two shared cores

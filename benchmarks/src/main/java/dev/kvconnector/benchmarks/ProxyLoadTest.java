@@ -26,6 +26,7 @@ import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.atomic.AtomicLong;
 import org.HdrHistogram.Histogram;
 import org.HdrHistogram.Recorder;
@@ -39,9 +40,10 @@ import org.HdrHistogram.Recorder;
  * <h2>What is measured</h2>
  * Separate JVMs, so that what each costs is charged to it: this one generates load (a blocking HTTP/1.1 client, a
  * platform thread per client), a child serves the two instances ({@link LoadInstance}: Netty, one event loop each, as
- * vLLM's server has one asyncio loop), another runs the proxy ({@code --relay} adds a bare Netty relay,
- * {@link EventLoopRelay}; {@code --baseline=JAR} another build's proxy, both measured in the same run). Every phase reports each JVM's CPU time per request (from
- * {@link ProcessHandle.Info#totalCpuDuration()}), requests per second, and latency.
+ * vLLM's server has one asyncio loop), another runs the proxy ({@code --relay} adds a bare Netty relay, {@link
+ * EventLoopRelay}; {@code --baseline=JAR} another build's proxy, both measured in the same run). Every phase reports
+ * each JVM's CPU time per request (from {@link ProcessHandle.Info#totalCpuDuration()}), requests per second, and
+ * latency.
  *
  * <p>The overhead per request. D sleeps one token interval before each of its 8 events ({@code --token-ms}), measures
  * each sleep with {@link System#nanoTime()} and reports the sum as {@code "paced_ns"} in its last event. The client
@@ -75,8 +77,8 @@ import org.HdrHistogram.Recorder;
  * to the harness, so fewer of the proxy's wake-ups wait for a core.</li>
  * </ul>
  * The machine itself stands still at times: a 1 ms sleeper ({@link StallMeter}) in the client JVM sees a longest
- * stall of 5-25 ms in every round on this VM, and a C program sleeping 1 ms on each vCPU saw stalls of 3-9 ms on both at
- * once with the machine idle (the hypervisor). Each round's longest stall is printed beside its overhead, direct and
+ * stall of 5-25 ms in every round on this VM, and a C program sleeping 1 ms on each vCPU saw stalls of 3-9 ms on both
+ * at once with the machine idle (the hypervisor). Each round's longest stall is printed beside its overhead, direct and
  * proxied, so that an outlier round can be told from a slow proxy.
  *
  * <p>Direct and proxied take turns in rounds ({@code --control=alternate}, the default), each round with the
@@ -90,10 +92,10 @@ import org.HdrHistogram.Recorder;
  * open streams, mostly waiting; on this 2-core machine they keep about one core busy, so the latency measured is the
  * proxy's, not queueing. Clients that all start together ({@code --burst}) stay in step, so every chunk of 200
  * streams reaches the proxy in the same instant; with the old proxy the overhead then was 35 ms at p50 (its work on
- * 200 chunks queued although the cores idled most of the time), a property of the load, not of the proxy. Unpaced (instant
- * instances, no {@code --token-ms}), closed-loop clients saturate both cores at any concurrency above a handful, so
- * latency is queueing, {@code clients x (CPU per request, all JVMs) / cores}: at 200 clients the goal would need
- * under 10 us of proxy CPU per request. That mode measures the CPU cost; its 1-client row is the proxy's own
+ * 200 chunks queued although the cores idled most of the time), a property of the load, not of the proxy. Unpaced
+ * (instant instances, no {@code --token-ms}), closed-loop clients saturate both cores at any concurrency above a
+ * handful, so latency is queueing, {@code clients x (CPU per request, all JVMs) / cores}: at 200 clients the goal would
+ * need under 10 us of proxy CPU per request. That mode measures the CPU cost; its 1-client row is the proxy's own
  * latency on a warm, idle machine.
  *
  * <p>Each client's first request of a round is not recorded: the proxy closes upstream connections idle for 4 s
@@ -124,8 +126,8 @@ import org.HdrHistogram.Recorder;
  *
  * <h2>Results</h2>
  * After the mending above: the 2-core VM (load average 1.3-1.7 while measured), 3 rounds per side of 10 requests per
- * client, the bare relay in the same runs, one run after another. Paced, 200 clients: overhead p50 / p99 in ms, CPU
- * per request of the proxy JVM in us:
+ * client, the bare relay in the same runs, one run after another. Paced, 200 clients: overhead p50 / p99 in ms, CPU per
+ * request of the proxy JVM in us:
  * <pre>
  * run  --pin   Netty proxy             bare relay
  *  1   no      0.65 / 3.80   1,400     0.97 / 4.68   1,305
@@ -142,11 +144,12 @@ import org.HdrHistogram.Recorder;
  * The goal, judged without {@code --pin}, is met in six runs of seven (1, 3, 5, 7, 8, 9: p50 0.65-0.96 ms, p99
  * 3.05-4.35 ms; their per-round p99 overheads range 1.4-6.6 ms). In run 10 every JVM spent 15-30% more CPU per request
  * than in the others, the machine being slower then, and the bare relay missed the p50 goal too (1.14 ms). Pinned,
- * the goal is missed once (5.69 ms, the relay 5.44 in the same run). The proxy is within 0.3 ms of the bare relay at p50 and on either side of it at p99: what is left is
- * the cost of one more process on the path on this machine, not of the proxy's logic. The proxy's CPU per request
- * is 1.1-1.2x the relay's. Unpaced, one client: 0.70 / 2.71 ms (relay 0.60 / 2.33) at 1,233 us of proxy CPU, nearly
- * all of it waking from idle per event; 200 unpaced clients saturate the two cores (direct p50 47 ms at 2,650 req/s),
- * and the proxy's 568 us per request gives 1,594 req/s (relay 517 us, 1,797 req/s).
+ * the goal is missed once (5.69 ms, the relay 5.44 in the same run). The proxy is within 0.3 ms of the bare relay at
+ * p50 and on either side of it at p99: what is left is the cost of one more process on the path on this machine, not of
+ * the proxy's logic. The proxy's CPU per request is 1.1-1.2x the relay's. Unpaced, one client: 0.70 / 2.71 ms (relay
+ * 0.60 / 2.33) at 1,233 us of proxy CPU, nearly all of it waking from idle per event; 200 unpaced clients saturate the
+ * two cores (direct p50 47 ms at 2,650 req/s), and the proxy's 568 us per request gives 1,594 req/s (relay 517 us,
+ * 1,797 req/s).
  *
  * <p>Before the mending, the numbers that chose Netty (the same machine, the old proxy {@code --baseline}: JDK
  * {@code HttpServer} on virtual threads, Apache HttpClient 5 classic upstream; eight runs, paced 200 clients). Their
@@ -171,17 +174,18 @@ import org.HdrHistogram.Recorder;
  * With the old proxy: its move from the JDK {@code HttpClient} to HttpClient 5 upstream cut its CPU per request at one
  * client from 5,030 to 1,290 us (JFR at 200 unpaced clients then: HttpClient 5 38%, JDK server 28%, proxy code 14%,
  * Jackson 11%). Ruled out: the upstream connection pool's limits, its stale check, the JDK poller mode. The load client
- * is a plain blocking HTTP/1.1 client on sockets (one keep-alive connection per client and target): the JDK
- * {@code HttpClient} ({@code --client=jdk}) cost the client 870 us of CPU per direct request against 230 us and made
- * the direct p50 at one client 2.5 ms against 0.5 ms. The warm-up runs every client in paced mode: with 50,
- * the JIT compilers still took a third of the proxy's CPU in the first measured rounds.
+ * is a plain blocking HTTP/1.1 client on sockets (one keep-alive connection per client and target): the JDK {@code
+ * HttpClient} ({@code --client=jdk}) cost the client 870 us of CPU per direct request against 230 us and made the
+ * direct p50 at one client 2.5 ms against 0.5 ms. The warm-up runs every client in paced mode: with 50, the JIT
+ * compilers still took a third of the proxy's CPU in the first measured rounds.
  *
  * <p>Not a JMH benchmark: it measures servers under concurrent load, which JMH's per-thread harness does not model. Run
  * it with {@code java --enable-native-access=ALL-UNNAMED -cp benchmarks/target/benchmarks.jar
  * dev.kvconnector.benchmarks.ProxyLoadTest [clients[,clients...]] [requestsPerClient] [--client=raw|jdk] [--rounds=N]
- * [--min-requests=N] [--token-ms=N] [--burst] [--relay] [--baseline=JAR] [--control=alternate|concurrent] [--pin]}: each
- * round runs at least {@code requestsPerClient} per client and at least {@code --min-requests} (1000) in all. The goal
- * as judged: {@code ProxyLoadTest 200 --token-ms=100}; it exits 1 when the proxy misses a goal at 200 clients or more.
+ * [--min-requests=N] [--token-ms=N] [--burst] [--relay] [--baseline=JAR] [--control=alternate|concurrent] [--pin]}:
+ * each round runs at least {@code requestsPerClient} per client and at least {@code --min-requests} (1000) in all. The
+ * goal as judged: {@code ProxyLoadTest 200 --token-ms=100}; it exits 1 when the proxy misses a goal at 200 clients or
+ * more.
  */
 public final class ProxyLoadTest {
     private static final String MODEL = LoadInstance.MODEL;
@@ -434,7 +438,8 @@ public final class ProxyLoadTest {
             }
             boolean miss = p50 > 1 || p99 > 5;
             System.out.printf("  overhead %-18s p50 %7.3f ms (goal <= 1)  p99 %7.3f ms (goal <= 5)  %s;"
-                    + " per round, p50/p99 (longest stall direct/proxied) ms:%s%n", names.get(k + 1).replace(":", ""), p50, p99,
+                    + " per round, p50/p99 (longest stall direct/proxied) ms:%s%n",
+                    names.get(k + 1).replace(":", ""), p50, p99,
                     miss ? "MISSED" : "met", perRound);
             // The goal is the proxy's; the relay and the baseline are what it is compared with.
             missed |= k == 0 && miss;
@@ -464,7 +469,10 @@ public final class ProxyLoadTest {
         for (int j = 0; j < lanes.length; j++) {
             rec[j] = new Recorder[] {new Recorder(60_000_000_000L, 3), new Recorder(60_000_000_000L, 3)};
         }
-        try (ExecutorService pool = Executors.newThreadPerTaskExecutor(Thread.ofPlatform().stackSize(256 << 10).factory())) {
+        // Platform threads: a virtual thread's blocking read parks it, wakes the JDK poller and then a carrier, which
+        // cost this client about 1,000 us of CPU per request against 510-790 us.
+        ThreadFactory threadPerClient = Thread.ofPlatform().stackSize(256 << 10).factory();
+        try (ExecutorService pool = Executors.newThreadPerTaskExecutor(threadPerClient)) {
             List<Future<?>> fs = new ArrayList<>(threads);
             for (int c = 0; c < clients; c++) {
                 for (int j = 0; j < lanes.length; j++) {
