@@ -140,16 +140,20 @@ import org.HdrHistogram.Recorder;
  *  8   no      0.87 / 3.34   1,553     0.88 / 2.56   1,243
  *  9   no      0.96 / 3.95   1,582     0.84 / 4.38   1,332
  * 10   no      1.27 / 7.33   1,833     1.14 / 4.76   1,533
+ * 11   no      0.54 / 2.82   1,223     0.72 / 2.56   1,137
+ * 12   no      0.75 / 5.10   1,427     0.73 / 3.12   1,217
+ * 13   no      0.85 / 4.37   1,517     0.88 / 4.66   1,267
  * </pre>
- * The goal, judged without {@code --pin}, is met in six runs of seven (1, 3, 5, 7, 8, 9: p50 0.65-0.96 ms, p99
- * 3.05-4.35 ms; their per-round p99 overheads range 1.4-6.6 ms). In run 10 every JVM spent 15-30% more CPU per request
- * than in the others, the machine being slower then, and the bare relay missed the p50 goal too (1.14 ms). Pinned,
- * the goal is missed once (5.69 ms, the relay 5.44 in the same run). The proxy is within 0.3 ms of the bare relay at
- * p50 and on either side of it at p99: what is left is the cost of one more process on the path on this machine, not of
- * the proxy's logic. The proxy's CPU per request is 1.1-1.2x the relay's. Unpaced, one client: 0.70 / 2.71 ms (relay
- * 0.60 / 2.33) at 1,233 us of proxy CPU, nearly all of it waking from idle per event; 200 unpaced clients saturate the
- * two cores (direct p50 47 ms at 2,650 req/s), and the proxy's 568 us per request gives 1,594 req/s (relay 517 us,
- * 1,797 req/s).
+ * The goal, judged without {@code --pin}, is met in eight runs of ten: p50 0.54-0.96 ms and p99 2.82-4.37 ms in
+ * those, the median p99 3.9 ms. Run 12 missed the p99 goal by 0.10 ms (one of its rounds 9.1 ms). In run 10 every JVM
+ * spent 15-30% more CPU per request than in the others, the machine being slower then, and the bare relay missed the
+ * p50 goal too (1.14 ms). The bare relay, which has none of the proxy's logic, also meets the goal in eight runs of
+ * ten (p50 0.53-1.14 ms, p99 2.12-5.86 ms). Pinned, the goal is missed once in three (5.69 ms, the relay 5.44 in the
+ * same run). So the proxy is within 0.3 ms of the bare relay at p50 and on either side of it at p99: what is left is
+ * the cost of one more process on the path on this machine, not of the proxy's logic. The proxy's CPU per request is
+ * 1.07-1.25x the relay's. Unpaced, one client: 0.70 / 2.71 ms (relay 0.60 / 2.33) at 1,233 us of proxy CPU, nearly
+ * all of it waking from idle per event; 200 unpaced clients saturate the two cores (direct p50 47 ms at 2,650 req/s),
+ * and the proxy's 568 us per request gives 1,594 req/s (relay 517 us, 1,797 req/s).
  *
  * <p>Before the mending, the numbers that chose Netty (the same machine, the old proxy {@code --baseline}: JDK
  * {@code HttpServer} on virtual threads, Apache HttpClient 5 classic upstream; eight runs, paced 200 clients). Their

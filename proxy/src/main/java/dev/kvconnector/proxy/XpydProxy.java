@@ -68,8 +68,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * Unpaced (instant instances): at one client 0.31 ms p50 overhead against 0.68 ms, 880 us of CPU per request against
  * 1,410; at 200 clients 370 us against 660, 1,820 req/s against 1,320. Those p99 figures carried three faults of the
  * load test, since mended (its client's own GC pauses, P streaming 8 events on the proxied side only, heavy instance
- * doubles); with them mended, seven runs gave this proxy 0.65-1.27 ms at p50 and 3.05-7.33 ms at p99 (the goal met
- * in six), the relay 0.53-1.14 and 2.12-5.86 ms. Earlier,
+ * doubles); with them mended, ten runs gave this proxy 0.54-1.27 ms at p50 and 2.82-7.33 ms at p99 (the goal met
+ * in eight, median p99 3.9 ms), the bare relay 0.53-1.14 and 2.12-5.86 ms (met in eight). Earlier,
  * before the upstream client moved to HttpClient 5, the JDK server had matched or beaten Jetty 12 (virtual threads)
  * in a throwaway comparison; a thread per exchange was the common ground of both, and the cost it leaves per chunk
  * is what the event loop removes. A client that leaves is now noticed at once, even while the proxy waits on a
