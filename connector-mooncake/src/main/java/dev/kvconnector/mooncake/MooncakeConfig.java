@@ -124,7 +124,7 @@ public record MooncakeConfig(String masterServerAddress, String metadataServer, 
      * @throws KVException {@code INVALID_URI} for a malformed option, {@code INVALID_CONFIG} for a bad setting
      */
     public static MooncakeConfig from(StoreUri uri, Map<String, String> env) {
-        uri.requireKnownParams(KNOWN_OPTIONS);
+        uri.requireKnownParams(KNOWN_OPTIONS).requireNoUserInfo();
         String masked = uri.masked();
         JsonNode file = null;
         Path filePath = null;

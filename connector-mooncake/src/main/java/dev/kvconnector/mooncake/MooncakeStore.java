@@ -856,7 +856,7 @@ public final class MooncakeStore implements KVStore, RegisteredMemory {
 
     /** A metadata address such as {@code redis://user:secret@h:6379} may carry a password: never show it. */
     static String withoutPassword(String address) {
-        return address.replaceAll("//([^:/@]*):[^@/]*@", "//$1:***@");
+        return StoreUri.maskRaw(address);
     }
 
     private static String describe(long address, long length) {
