@@ -318,12 +318,14 @@ public final class StoreUri {
     /** A duration option in milliseconds ({@code 500ms}, {@code 30s}, {@code 5m}, {@code 1h}; bare = ms). */
     public long durationMillisParam(String name, long defaultMillis) {
         String v = params.get(name);
-        if (v == null) {
-            return defaultMillis;
-        }
+        return v == null ? defaultMillis : parseDurationMillis("option " + name, v, masked);
+    }
+
+    /** Parses a duration such as {@code 500ms} or {@code 30s} into ms (bare = ms); {@code what} names it in errors. */
+    public static long parseDurationMillis(String what, String v, String uriForErrors) {
         Matcher m = DURATION.matcher(v.trim());
         if (!m.matches()) {
-            throw invalidUri(masked, "option " + name + "=" + v + " is not a duration such as 500ms, 30s or 5m");
+            throw invalidUri(uriForErrors, what + "=" + v + " is not a duration such as 500ms, 30s or 5m");
         }
         long n = Long.parseLong(m.group(1));
         String unit = m.group(2) == null ? "ms" : m.group(2).toLowerCase(Locale.ROOT);
