@@ -24,10 +24,6 @@ public final class StoreUri {
     private static final Pattern SCHEME = Pattern.compile("[a-zA-Z][a-zA-Z0-9+.-]*");
     private static final Pattern SIZE = Pattern.compile("(\\d+)\\s*([KMGT]i?B|[KMGT]|B)?", Pattern.CASE_INSENSITIVE);
     private static final Pattern DURATION = Pattern.compile("(\\d+)\\s*(ms|s|m|h|d)?", Pattern.CASE_INSENSITIVE);
-    private static final Pattern SECRET_OPTION = Pattern.compile("([?&][^=&]*(?:pass|secret|token)[^=&]*=)[^&]*",
-            Pattern.CASE_INSENSITIVE);
-    private static final Set<String> SECRET_PARAMS = Set.of("password", "pass", "secret", "token", "keystore-password",
-            "truststore-password", "key-password");
 
     /** A host and port from the authority; port is -1 when absent. */
     public record HostPort(String host, int port) {
@@ -130,7 +126,7 @@ public final class StoreUri {
                 }
                 int e = pair.indexOf('=');
                 String k = decode(e >= 0 ? pair.substring(0, e) : pair, "an option name", false, s);
-                String v = e >= 0 ? decode(pair.substring(e + 1), "option " + k, isSecretParam(k), s) : "";
+                String v = e >= 0 ? decode(pair.substring(e + 1), "option " + k, UriMasking.isSecretParam(k), s) : "";
                 if (params.put(k, v) != null) {
                     throw invalidUri(maskRaw(s), "option '" + k + "' is given twice");
                 }
@@ -145,19 +141,13 @@ public final class StoreUri {
                 + "%2F, '?' as %3F, '#' as %23 (and '%' as %25)");
     }
 
-    private static int indexOfAny(String s, String chars, int from) {
+    static int indexOfAny(String s, String chars, int from) {
         for (int i = from; i < s.length(); i++) {
             if (chars.indexOf(s.charAt(i)) >= 0) {
                 return i;
             }
         }
         return -1;
-    }
-
-    /** Whether an option's value is a secret: its name is a known secret, or holds pass, secret or token. */
-    static boolean isSecretParam(String name) {
-        String n = name.toLowerCase(Locale.ROOT);
-        return SECRET_PARAMS.contains(n) || n.contains("pass") || n.contains("secret") || n.contains("token");
     }
 
     private static HostPort parseHostPort(String hp, String whole) {
@@ -213,33 +203,11 @@ public final class StoreUri {
     }
 
     /**
-     * Masks the user info of every {@code //user:password@} inside text that may not parse: malformed URIs, and
-     * URIs nested in option values. It errs towards masking too much: after each {@code //}, everything up to the
-     * last {@code @} before the next {@code //} is user info, whatever characters it holds; the user name stays
-     * only when it is plain (no {@code / ? # & =}), and a user info without {@code :} is masked whole. The value of
-     * every option whose name holds {@code pass}, {@code secret} or {@code token} is masked too.
+     * Masks the secrets in text that may not parse (malformed URIs, URIs nested in option values): see
+     * {@link UriMasking#maskRaw}.
      */
     public static String maskRaw(String s) {
-        StringBuilder sb = new StringBuilder(s.length());
-        int from = 0;
-        int start;
-        while ((start = s.indexOf("//", from)) >= 0) {
-            int body = start + 2;
-            int next = s.indexOf("//", body);
-            int limit = next < 0 ? s.length() : next;
-            int at = s.lastIndexOf('@', limit - 1);
-            sb.append(s, from, body);
-            if (at >= body) {
-                String ui = s.substring(body, at);
-                int c = ui.indexOf(':');
-                boolean plainUser = c >= 0 && indexOfAny(ui.substring(0, c), "/?#&=", 0) < 0;
-                sb.append(plainUser ? ui.substring(0, c) + ":***" : "***");
-                from = at;
-            } else {
-                from = body;
-            }
-        }
-        return SECRET_OPTION.matcher(sb.append(s, from, s.length())).replaceAll("$1***");
+        return UriMasking.maskRaw(s);
     }
 
     /** The lower-case scheme, such as {@code valkey}. */
@@ -413,7 +381,7 @@ public final class StoreUri {
             boolean first = true;
             for (Map.Entry<String, String> e : params.entrySet()) {
                 sb.append(first ? "" : "&").append(e.getKey()).append('=')
-                        .append(isSecretParam(e.getKey()) ? "***" : maskRaw(e.getValue()));
+                        .append(UriMasking.isSecretParam(e.getKey()) ? "***" : maskRaw(e.getValue()));
                 first = false;
             }
         }
