@@ -83,7 +83,7 @@ public final class MemoryStore implements KVStore {
 
     /** Opens a store from a parsed {@code memory:} URI. */
     public static MemoryStore open(StoreUri uri) {
-        uri.requireKnownParams(OPTIONS);
+        uri.requireKnownParams(OPTIONS).requireNoUserInfo();
         if (!uri.hosts().isEmpty() || !uri.path().isEmpty()) {
             throw KVException.of(ErrorCode.INVALID_URI, "a memory: store takes no host or path, only options")
                     .store(uri.masked()).hint("write memory:?capacity=2GiB").build();
