@@ -109,6 +109,10 @@ final class BenchCommand implements Callable<Integer> {
             out.println("memcpy floor: one MemorySegment.copy of the whole request's tensors, divided by its layers.");
             out.println("layer latency includes the copy into or out of staging, the 64-byte header"
                     + (noChecksums ? "" : " with its CRC32C") + ", and the store's own put or get.");
+            String hint = ValkeyAllocatorHint.probe(store.uri);
+            if (hint != null) {
+                out.println(hint);
+            }
             out.flush();
             report.put("store", s.uri());
             report.put("model", layout.name());
@@ -126,6 +130,7 @@ final class BenchCommand implements Callable<Integer> {
             report.put("drop_ratio_to_memcpy", (double) m.dropLayer().p50Nanos() / copyP50);
             report.put("request_p50_ns", request.getValueAtPercentile(50));
             report.put("request_p99_ns", request.getValueAtPercentile(99));
+            report.put("server_hint", hint);
         } finally {
             if (shmFile != null) {
                 cleanUpShm(shmFile, shmFileExisted, out);
