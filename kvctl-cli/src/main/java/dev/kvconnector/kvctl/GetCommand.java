@@ -43,7 +43,8 @@ final class GetCommand implements Callable<Integer> {
     public Integer call() throws IOException {
         Path dir = AtomicFile.directoryOf(out);
         if (!Files.isDirectory(dir)) {
-            throw failure(ErrorCode.INVALID_ARGUMENT, "the directory " + dir + " of --out " + out + " does not exist", null);
+            throw failure(ErrorCode.INVALID_ARGUMENT, "the directory " + dir + " of --out " + out + " does not exist",
+                    null);
         }
         if (Files.isDirectory(out)) {
             throw failure(ErrorCode.INVALID_ARGUMENT, "--out " + out + " is a directory; name a file", null);
@@ -56,13 +57,14 @@ final class GetCommand implements Callable<Integer> {
                     return miss(s);
                 }
                 if (size > maxBytes) {
-                    throw failure(ErrorCode.VALUE_TOO_LARGE, s.uri() + " announces " + size + " bytes for " + key + ", over --max-bytes "
-                            + maxBytes + "; nothing was written", "pass a larger --max-bytes if the value is that big");
+                    throw failure(ErrorCode.VALUE_TOO_LARGE, s.uri() + " announces " + size + " bytes for " + key
+                            + ", over --max-bytes " + maxBytes + "; nothing was written",
+                            "pass a larger --max-bytes if the value is that big");
                 }
                 long free = Files.getFileStore(dir).getUsableSpace();
                 if (size > free) {
-                    throw failure(ErrorCode.IO_ERROR, key + " is " + size + " bytes but " + dir + " has " + free + " bytes free; nothing "
-                            + "was written", "free space there, or write elsewhere with --out");
+                    throw failure(ErrorCode.IO_ERROR, key + " is " + size + " bytes but " + dir + " has " + free
+                            + " bytes free; nothing was written", "free space there, or write elsewhere with --out");
                 }
                 long[] result = new long[1];
                 boolean written = write(tmp -> {
@@ -86,8 +88,9 @@ final class GetCommand implements Callable<Integer> {
                     return miss(s);
                 }
             }
-            throw failure(ErrorCode.IO_ERROR, key + " in " + s.uri() + " changed size between the size query and the read " + ATTEMPTS
-                    + " times; nothing was written", "another client is rewriting it; retry when it is done");
+            throw failure(ErrorCode.IO_ERROR, key + " in " + s.uri() + " changed size between the size query and the "
+                    + "read " + ATTEMPTS + " times; nothing was written",
+                    "another client is rewriting it; retry when it is done");
         }
     }
 

@@ -86,7 +86,8 @@ class GetCommandTest {
     @Test
     void aGetThatStallsTimesOutAndLeavesTheOldFile(@TempDir Path dir) throws IOException {
         Path out = existingOutput(dir);
-        for (Reply stall : List.of(Reply.thenStall(new byte[0]), Reply.thenStall(partialBulk(100_000, new byte[50_000])))) {
+        Reply halfThenStall = Reply.thenStall(partialBulk(100_000, new byte[50_000]));
+        for (Reply stall : List.of(Reply.thenStall(new byte[0]), halfThenStall)) {
             try (FakeRespServer server = new FakeRespServer(script(100_000, stall))) {
                 Run r = kvctl("get", "--store", server.uri("timeout=300ms"), "--key", "k", "--out", out.toString());
                 assertEquals(Kvctl.EXIT_FAILURE, r.code(), r.out() + r.err());
