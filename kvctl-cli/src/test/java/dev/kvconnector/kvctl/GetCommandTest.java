@@ -134,6 +134,25 @@ class GetCommandTest {
     }
 
     @Test
+    void anEmptyValueMakesAnEmptyFile(@TempDir Path dir) throws IOException {
+        Path out = existingOutput(dir);
+        try (FakeRespServer server = new FakeRespServer(script(0, Reply.of(bulk(new byte[0]))))) {
+            Run r = kvctl("get", "--store", server.uri(""), "--key", "k", "--out", out.toString());
+            assertEquals(0, r.code(), r.out() + r.err());
+            assertEquals(0, Files.size(out));
+        }
+    }
+
+    @Test
+    void anOutputInAMissingDirectoryIsRefusedBeforeTheStoreIsAsked(@TempDir Path dir) {
+        Path out = dir.resolve("no/such/dir/out.bin");
+        Run r = kvctl("get", "--store", "valkey://127.0.0.1:1", "--key", "k", "--out", out.toString());
+        assertEquals(Kvctl.EXIT_FAILURE, r.code());
+        assertTrue(r.err().contains("the directory " + out.getParent() + " of --out " + out + " does not exist"),
+                r.err());
+    }
+
+    @Test
     void aBadMaxBytesIsAUsageError(@TempDir Path dir) {
         Run r = kvctl("get", "--store", "memory:", "--key", "k", "--out", dir.resolve("o").toString(), "--max-bytes",
                 "lots");

@@ -189,6 +189,7 @@ class KvctlTest {
                 assertEquals(0, r.code(), name + " " + help + ": " + r.err());
                 assertTrue(r.out().startsWith("Usage: kvctl " + name), name + " " + help + ": " + r.out());
             }
+            assertEquals("kvctl 0.1.0", kvctl(name, "--version").out().strip(), name);
         }
     }
 
