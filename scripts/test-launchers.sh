@@ -10,7 +10,6 @@ failures=0
 pass() { echo "ok   $1"; }
 fail() { echo "FAIL $1" >&2; failures=$((failures + 1)); }
 check() { local name="$1"; shift; if "$@"; then pass "$name"; else fail "$name"; fi; }
-one_line() { [ "$(wc -l <"$1")" -eq 1 ] && grep -q -- "$2" "$1"; }
 mkdir "$tmp/nojdk"
 
 # ---- ./mvnw finds a JDK 25 although JAVA_HOME is unset and `java` on PATH is another version
@@ -32,7 +31,7 @@ tree="$tmp/tree"
 mkdir -p "$tree/scripts" "$tree/src" "$tmp/jar"
 cp "$repo/kvctl" "$tree/"
 cp "$repo/scripts/find-jdk25.sh" "$tree/scripts/"
-jdk="$(. "$repo/scripts/find-jdk25.sh"; env -u JAVA_HOME bash -c ". '$repo/scripts/find-jdk25.sh'; find_jdk25")"
+jdk="$(env -u JAVA_HOME bash -c ". '$repo/scripts/find-jdk25.sh'; find_jdk25")"
 cat >"$tmp/jar/Flags.java" <<'JAVA'
 public class Flags {
     public static void main(String[] a) {
