@@ -37,7 +37,8 @@ final class TokenList {
         try {
             return parse(Files.readString(file), file.toString());
         } catch (IOException e) {
-            throw KVException.of(ErrorCode.IO_ERROR, "cannot read tokens file " + file + ": " + e.getMessage()).build();
+            throw KVException.of(ErrorCode.IO_ERROR, "cannot read tokens file " + file + ": " + ObjectFiles.reason(e))
+                    .build();
         }
     }
 }

@@ -361,7 +361,7 @@ public final class MemoryStore implements KVStore {
     @Override
     public String healthCheck() {
         checkOpen("healthCheck", null);
-        return uri + ": " + count() + " keys, " + usedBytes() + " of " + capacity + " bytes used";
+        return uri + " holds " + count() + " keys, " + usedBytes() + " of " + capacity + " bytes used";
     }
 
     private void checkOpen(String op, String key) {
