@@ -113,8 +113,11 @@ public final class DemoCommand implements Callable<Integer> {
         Runtime.getRuntime().addShutdownHook(hook);
         try {
             List<String> prompts = Workload.prompts(requests, minPrompt, maxPrompt, 42);
+            double loadAtStart = DemoReport.loadAverage();
             err.println("kvctl demo: " + prefill + "P" + decode + "D, " + requests + " requests, "
                     + (tiny ? "tiny" : "8-layer") + " model, store " + StoreUri.parse(storeUri).masked());
+            err.printf(Locale.ROOT, "machine: %d cores, load average (1 min) %.2f%n",
+                    Runtime.getRuntime().availableProcessors(), loadAtStart);
             DemoReport.Run reference = referenceRun(prompts, cleanup, err);
             List<DemoReport.Run> runs = new ArrayList<>();
             runs.add(xpydRun("xpyd", ProxyFlow.V1, false, prompts, storeUri, cleanup, err));
@@ -124,10 +127,10 @@ public final class DemoCommand implements Callable<Integer> {
                     .put("min_prompt_tokens", minPrompt).put("max_prompt_tokens", maxPrompt)
                     .put("model", tiny ? "tiny" : "small").put("store", StoreUri.parse(storeUri).masked())
                     .put("layer_wise_flow", secondFlow.name().toLowerCase(Locale.ROOT));
-            DemoReport report = new DemoReport(config, reference, runs);
-            Files.writeString(out.resolve("demo.json"),
-                    JSON.writerWithDefaultPrettyPrinter().writeValueAsString(report.json()), StandardCharsets.UTF_8);
-            Files.writeString(out.resolve("demo.html"), report.html(), StandardCharsets.UTF_8);
+            DemoReport report = new DemoReport(config, loadAtStart, reference, runs);
+            ReportFile.write(out.resolve("demo.json"),
+                    o -> JSON.writerWithDefaultPrettyPrinter().writeValue(o, report.json()));
+            ReportFile.write(out.resolve("demo.html"), o -> o.write(report.html().getBytes(StandardCharsets.UTF_8)));
             System.out.print(report.text());
             System.out.println("report: " + out.resolve("demo.json") + ", " + out.resolve("demo.html"));
             return report.tokensEqual() ? 0 : 1;
@@ -154,7 +157,8 @@ public final class DemoCommand implements Callable<Integer> {
             long t0 = System.nanoTime();
             List<LoadRunner.Result> results = LoadRunner.run("reference (1 engine)", single.server().baseUri(), MODEL,
                     prompts, maxTokens, clients, err);
-            return new DemoReport.Run("single", "none", false, (System.nanoTime() - t0) / 1e6, results, List.of());
+            return new DemoReport.Run("single", "none", false, (System.nanoTime() - t0) / 1e6, results, List.of(),
+                    DemoReport.loadAverage());
         } finally {
             cleanup.reference = null;
         }
@@ -188,7 +192,8 @@ public final class DemoCommand implements Callable<Integer> {
                     metrics.add(kvMetrics(http, m));
                 }
             }
-            return new DemoReport.Run(name, proxyFlow.name().toLowerCase(Locale.ROOT), layerWise, wall, results, metrics);
+            return new DemoReport.Run(name, proxyFlow.name().toLowerCase(Locale.ROOT), layerWise, wall, results, metrics,
+                    DemoReport.loadAverage());
         } finally {
             cleanup.fleet = null;
         }
