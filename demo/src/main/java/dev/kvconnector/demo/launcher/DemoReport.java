@@ -273,7 +273,7 @@ final class DemoReport {
     String html() {
         StringBuilder h = new StringBuilder();
         h.append("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>kvctl demo</title><style>"
-                + "body{font-family:sans-serif;margin:2em;max-width:1000px}pre{background:#f4f4f4;padding:1em}"
+                + "body{font-family:sans-serif;margin:2em;max-width:1000px}pre{background:#f4f4f4;padding:1em;overflow-x:auto}"
                 + "h2{margin-top:1.5em}.bad{color:#b00;font-weight:bold}.ok{color:#070;font-weight:bold}"
                 + ".note{color:#444}</style></head><body>");
         h.append("<h1>kvctl demo: XpYd disaggregated prefill</h1>");
@@ -311,12 +311,13 @@ final class DemoReport {
         for (Run r : runs) {
             end = Math.max(end, r.results().stream().mapToDouble(LoadRunner.Result::endMs).max().orElse(1));
         }
-        h.append(String.format(Locale.ROOT, "<h2>Timelines (one scale for every run: 0 to %.1f s)</h2>", end / 1000));
+        h.append(String.format(Locale.ROOT, "<h2>Timelines (one scale for every run; the longest ends at %s s)</h2>",
+                SvgCharts.number(Math.rint(end) / 1000)));
         for (Run r : runs) {
             List<SvgCharts.Span> spans = r.results().stream().map(x -> new SvgCharts.Span(x.index(), x.promptBytes(),
                     x.startMs(), x.firstTokenMs(), x.endMs())).toList();
-            h.append("<h3>").append(escape(r.name())).append(String.format(Locale.ROOT, " (%.1f s)</h3>",
-                    r.wallMs() / 1000)).append(SvgCharts.timeline(spans, end));
+            h.append("<h3>").append(escape(r.name())).append(" (").append(SvgCharts.micros(r.wallMs() * 1000))
+                    .append(")</h3>").append(SvgCharts.timeline(spans, end));
         }
         h.append("<h2>Summary</h2><pre>").append(escape(text())).append("</pre>");
         h.append("<p>Raw numbers: demo.json.</p></body></html>\n");

@@ -32,14 +32,19 @@ final class ReportWording {
             double ttftRef = single.path("ttft_ms").path("p50").asDouble();
             double wall = r.path("wall_ms").asDouble();
             double wallRef = single.path("wall_ms").asDouble();
-            out.add(String.format(Locale.ROOT, "%s (flow %s%s): time to first token p50 %.0f ms against %.0f ms on"
-                    + " the single engine, %s; the whole run %.1f s against %.1f s, %s (in this one run, load average"
-                    + " %.2f at its end, on %d cores).", r.path("name").asText(), r.path("flow").asText(),
-                    r.path("layer_wise").asBoolean() ? ", layer-wise" : "", ttft, ttftRef, relative(ttft, ttftRef),
-                    wall / 1000, wallRef / 1000, relative(wall, wallRef), r.path("load_average_1m_end").asDouble(),
-                    cpus(root)));
+            out.add(String.format(Locale.ROOT, "%s (flow %s%s): time to first token p50 %s against %s on the single"
+                    + " engine, %s; the whole run %s against %s, %s (in this one run, load average %.2f at its end, on"
+                    + " %d cores).", r.path("name").asText(), r.path("flow").asText(),
+                    r.path("layer_wise").asBoolean() ? ", layer-wise" : "", ms(ttft), ms(ttftRef),
+                    relative(ttft, ttftRef), ms(wall), ms(wallRef), relative(wall, wallRef),
+                    r.path("load_average_1m_end").asDouble(), cpus(root)));
         }
         return out;
+    }
+
+    /** A duration in ms, to 3 significant digits in the unit that reads best. */
+    private static String ms(double ms) {
+        return SvgCharts.micros(ms * 1000);
     }
 
     /** {@code value} against {@code reference}, both durations: "12% less time" or "12% more time". */
