@@ -31,8 +31,9 @@ import picocli.CommandLine.Option;
  * engines as child JVMs sharing a {@code shm:} store, the XpYd proxy in-process in front of them, and a single
  * in-process engine as the reference; sends the same workload through the proxy twice (KV loaded whole after
  * the prefill, then layer by layer), checks every answer against the reference token for token, and reports
- * time to first token, per-layer transfer latency, hit rate, miss reasons and bytes moved on the terminal, in
- * {@code DIR/demo.json} and in {@code DIR/demo.html}. Exits 1 when any answer differs or fails.
+ * time to first token, per-layer insert and copy latency (and, layer by layer, the wait for P), hit rate, miss
+ * reasons and bytes moved on the terminal, in {@code DIR/demo.json} and in {@code DIR/demo.html}, with the load
+ * average and core count. Exits 1 when any answer differs or fails.
  */
 @Command(name = "demo", mixinStandardHelpOptions = true,
         description = "Run XpYd disaggregated prefill end to end on this machine and report what it does.")
