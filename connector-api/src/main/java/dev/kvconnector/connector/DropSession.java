@@ -54,6 +54,8 @@ public final class DropSession implements AutoCloseable {
     private boolean done;
     /** The device work of a {@link DropTarget#device} target while {@link #load()} runs, else null. */
     private DeviceTransfer device;
+    /** Time the layer being read spent polling for objects the producer had not stored yet, in ns. */
+    private long waitedNanos;
 
     DropSession(KVStoreConnector connector, ChunkGeometry geo, DropTarget target, DropMode mode, boolean streaming,
                 long timeoutNanos, int requestedTokens) {
@@ -205,6 +207,7 @@ public final class DropSession implements AutoCloseable {
             return readLayerIntoDevice(layer, chunks);
         }
         long start = System.nanoTime();
+        waitedNanos = 0;
         MemorySegment staging = connector.staging().acquire(geo.layerStagingBytes);
         try {
             String[] keys = new String[chunks];
@@ -236,7 +239,7 @@ public final class DropSession implements AutoCloseable {
             if (device != null) {
                 device.scatterFromHost(layer, staging, chunks);
             }
-            connector.metricsRecorder().recordDropLayer(System.nanoTime() - start, bytes);
+            recordLayer(start, bytes);
             return null;
         } finally {
             connector.staging().release(staging);
@@ -250,6 +253,7 @@ public final class DropSession implements AutoCloseable {
      */
     private DropResult readLayerIntoDevice(int layer, int chunks) {
         long start = System.nanoTime();
+        waitedNanos = 0;
         MemorySegment deviceLayer = device.acquireLayer();
         MemorySegment headers = null;
         try {
@@ -282,7 +286,7 @@ public final class DropSession implements AutoCloseable {
                 bytes += results[c];
             }
             device.scatterFromDevice(layer, deviceLayer, chunks);
-            connector.metricsRecorder().recordDropLayer(System.nanoTime() - start, bytes);
+            recordLayer(start, bytes);
             return null;
         } finally {
             if (headers != null) {
@@ -358,17 +362,32 @@ public final class DropSession implements AutoCloseable {
         return status == RawTensorFormat.OK ? null : statusMiss(status, key);
     }
 
+    /** The layer's copy time without its wait for the producer, and (layer-wise) the wait apart. */
+    private void recordLayer(long startNanos, long bytes) {
+        connector.metricsRecorder().recordDropLayer(System.nanoTime() - startNanos - waitedNanos, bytes);
+        if (streaming) {
+            connector.metricsRecorder().recordDropWait(waitedNanos);
+        }
+    }
+
     private DropResult statusMiss(int status, String key) {
         return DropResult.miss(requestedTokens, RawTensorFormat.isLayoutMismatch(status) ? MissReason.LAYOUT_MISMATCH
                 : MissReason.CORRUPT, "object " + key + ": " + RawTensorFormat.describe(status));
     }
 
-    /** Polls until the key appears or the deadline passes, backing off from 10 us to 1 ms. */
+    /**
+     * Polls until the key appears or the deadline passes, backing off from 10 us to 1 ms; adds the time until the
+     * last poll began to {@link #waitedNanos}.
+     */
     private long getWaiting(String key, MemorySegment dst) {
         long backoff = MIN_BACKOFF_NANOS;
+        long first = System.nanoTime();
         while (true) {
+            long poll = System.nanoTime();
             long r = store.getInto(key, dst);
             if (!GetResult.isMiss(r) || System.nanoTime() - deadlineNanos >= 0) {
+                // The last get is the copy itself; the polls and sleeps before it were the wait.
+                waitedNanos += poll - first;
                 return r;
             }
             LockSupport.parkNanos(backoff);
