@@ -1,0 +1,428 @@
+package dev.kvconnector.connector;
+
+import dev.kvconnector.codec.ObjectPlan;
+import dev.kvconnector.codec.RawTensorFormat;
+import dev.kvconnector.error.ErrorCode;
+import dev.kvconnector.error.KVException;
+import dev.kvconnector.key.ChunkKeys;
+import dev.kvconnector.store.GetResult;
+import dev.kvconnector.store.KVStore;
+import dev.kvconnector.tensor.Tensor;
+import dev.kvconnector.tensor.DType;
+import dev.kvconnector.tensor.TensorSpec;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.locks.ReentrantLock;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The {@link DropSession} of a {@link StoreConnector}. Whole-request, it reads the manifests first and loads the
+ * committed prefix; layer-wise, it polls for each layer's objects (backing off from 10 us to 1 ms) until the
+ * connector's layer timeout, and checks the manifests last. Every object is validated by the codec before the
+ * sink sees it; a bad or absent one is a miss with its reason.
+ */
+final class StoreDropSession implements DropSession {
+    private static final Logger LOG = LoggerFactory.getLogger(StoreDropSession.class);
+    private static final long MIN_BACKOFF_NANOS = 10_000;
+    private static final long MAX_BACKOFF_NANOS = 1_000_000;
+
+    private final StoreConnector connector;
+    private final KVStore store;
+    private final ChunkGeometry geo;
+    private final ObjectPlan objects;
+    private final DropTarget target;
+    private final DropMode mode;
+    private final boolean streaming;
+    private final long deadlineNanos;
+    private final int requestedTokens;
+    private final long[] manifestFlags;
+    private final ReentrantLock lock = new ReentrantLock();
+    private final Condition progress = lock.newCondition();
+    private int layersLoaded;
+    private DropResult result;
+    private Throwable failure;
+    private boolean done;
+    /** The sink's transfer while {@link #load()} runs, else null. */
+    private SinkTransfer sink;
+
+    StoreDropSession(StoreConnector connector, ChunkGeometry geo, DropTarget target, DropMode mode, boolean streaming,
+                long timeoutNanos, int requestedTokens) {
+        this.connector = connector;
+        this.store = connector.store();
+        this.geo = geo;
+        this.objects = geo.objects;
+        this.target = target;
+        this.mode = mode;
+        this.streaming = streaming;
+        this.deadlineNanos = System.nanoTime() + timeoutNanos;
+        this.requestedTokens = requestedTokens;
+        this.manifestFlags = new long[geo.chunks.length];
+    }
+
+    /** Runs the load; a failure (not a miss) is kept and rethrown to whoever waits. */
+    void run() {
+        DropResult r = null;
+        Throwable f = null;
+        try {
+            r = load();
+        } catch (Throwable t) {
+            f = t;
+        }
+        lock.lock();
+        try {
+            result = r;
+            failure = f;
+            done = true;
+            progress.signalAll();
+        } finally {
+            lock.unlock();
+        }
+        if (r != null) {
+            connector.metricsRecorder().recordResult(r);
+            if (!r.isHit()) {
+                LOG.debug("drop-select missed on {}: {} ({})", store.uri(), r.reason(), r.detail());
+            }
+        } else {
+            LOG.warn("drop-select failed on {}: {}", store.uri(), f.toString());
+        }
+    }
+
+    private DropResult load() {
+        try (SinkTransfer s = target.layers().open(connector.resources(), geo, "dropSelect")) {
+            sink = s;
+            return loadLayers();
+        } finally {
+            sink = null;
+        }
+    }
+
+    private DropResult loadLayers() {
+        int chunks = geo.chunks.length;
+        if (chunks == 0) {
+            return DropResult.miss(requestedTokens, MissReason.ABSENT, "the key scheme planned no chunks");
+        }
+        if (!streaming) {
+            DropResult bad = readManifests(chunks, false);
+            if (bad != null) {
+                return bad;
+            }
+            chunks = committedChunks;
+            if (chunks == 0) {
+                return DropResult.miss(requestedTokens, MissReason.ABSENT, "no committed entry for "
+                        + geo.chunks[0].manifestKey());
+            }
+        }
+        for (int layer = 0; layer < connector.layout().numLayers(); layer++) {
+            DropResult miss = readLayer(layer, chunks);
+            if (miss != null) {
+                return miss;
+            }
+            lock.lock();
+            try {
+                layersLoaded = layer + 1;
+                progress.signalAll();
+            } finally {
+                lock.unlock();
+            }
+        }
+        if (streaming) {
+            DropResult bad = readManifests(chunks, true);
+            if (bad != null) {
+                return bad;
+            }
+        }
+        if (target.hidden() != null) {
+            DropResult miss = readHidden(chunks);
+            if (miss != null) {
+                return miss;
+            }
+        }
+        if (mode == DropMode.CONSUME) {
+            consume(chunks);
+        }
+        return DropResult.hit(geo.chunks[chunks - 1].endToken(), requestedTokens);
+    }
+
+    private int committedChunks;
+
+    /** Reads manifests in order; without waiting, stops at the first absent one (the longest committed prefix). */
+    private DropResult readManifests(int chunks, boolean wait) {
+        long slot = ChunkGeometry.align(ChunkGeometry.MANIFEST_BYTES);
+        MemorySegment staging = connector.staging().acquire(slot);
+        try {
+            MemorySegment m = staging.asSlice(0, ChunkGeometry.MANIFEST_BYTES);
+            int c = 0;
+            for (; c < chunks; c++) {
+                String key = geo.chunks[c].manifestKey();
+                long r = wait ? getWaiting(key, m) : store.getInto(key, m);
+                if (GetResult.isMiss(r)) {
+                    if (wait) {
+                        return DropResult.miss(requestedTokens, MissReason.TIMED_OUT, "the producer did not commit "
+                                + key + " within " + connector.layerTimeoutMillis() + " ms");
+                    }
+                    break;
+                }
+                if (GetResult.isTooSmall(r)) {
+                    return DropResult.miss(requestedTokens, MissReason.CORRUPT, "manifest " + key + " is "
+                            + GetResult.requiredSize(r) + " bytes, expected " + ChunkGeometry.MANIFEST_BYTES);
+                }
+                int status = RawTensorFormat.validate(m, r, ChunkGeometry.MANIFEST_SPEC,
+                        connector.layout().fingerprint());
+                if (status != RawTensorFormat.OK) {
+                    return manifestMiss(status, key);
+                }
+                long base = RawTensorFormat.HEADER_BYTES;
+                ChunkKeys ck = geo.chunks[c];
+                if (m.get(ValueLayout.JAVA_LONG_UNALIGNED, base) != ck.startToken()
+                        || m.get(ValueLayout.JAVA_LONG_UNALIGNED, base + 8) != ck.endToken()
+                        || m.get(ValueLayout.JAVA_LONG_UNALIGNED, base + 16) != connector.layout().numLayers()) {
+                    return DropResult.miss(requestedTokens, MissReason.LAYOUT_MISMATCH, "manifest " + key
+                            + " describes another chunk or layer count");
+                }
+                manifestFlags[c] = m.get(ValueLayout.JAVA_LONG_UNALIGNED, base + 24);
+            }
+            committedChunks = c;
+            return null;
+        } finally {
+            connector.staging().release(staging);
+        }
+    }
+
+    private DropResult readLayer(int layer, int chunks) {
+        if (sink.direct()) {
+            return readLayerDirect(layer, chunks);
+        }
+        long start = System.nanoTime();
+        MemorySegment staging = connector.staging().acquire(geo.layerStagingBytes);
+        try {
+            String[] keys = new String[chunks];
+            MemorySegment[] dsts = new MemorySegment[chunks];
+            long[] results = new long[chunks];
+            long bytes = 0;
+            for (int c = 0; c < chunks; c++) {
+                keys[c] = objects.layerKey(c, layer);
+                dsts[c] = staging.asSlice(geo.layerOffsets[c], geo.layerObjectBytes[c]);
+            }
+            store.getIntoBatch(keys, dsts, chunks, results);
+            for (int c = 0; c < chunks; c++) {
+                long r = results[c];
+                if (GetResult.isMiss(r) && streaming) {
+                    r = getWaiting(keys[c], dsts[c]);
+                }
+                DropResult miss = missOrTooSmall(r, keys[c], dsts[c].byteSize(), "layer " + layer);
+                if (miss == null) {
+                    miss = statusMiss(objects.validate(c, layer, dsts[c], r), keys[c]);
+                }
+                if (miss != null) {
+                    return miss;
+                }
+                bytes += r;
+            }
+            sink.fromHost(layer, staging, chunks);
+            connector.metricsRecorder().recordDropLayer(System.nanoTime() - start, bytes);
+            return null;
+        } finally {
+            connector.staging().release(staging);
+        }
+    }
+
+    /**
+     * A layer for a direct sink (a device cache with a {@code DEVICE_MEMORY} store): read straight into the sink's
+     * own buffer (GPUDirect), headers copied back to check them (the payload checksum cannot be checked without the
+     * payload on the host), then written into the sink.
+     */
+    private DropResult readLayerDirect(int layer, int chunks) {
+        long start = System.nanoTime();
+        MemorySegment deviceLayer = sink.acquireLayer();
+        MemorySegment headers = null;
+        try {
+            String[] keys = new String[chunks];
+            MemorySegment[] dsts = new MemorySegment[chunks];
+            long[] results = new long[chunks];
+            for (int c = 0; c < chunks; c++) {
+                keys[c] = objects.layerKey(c, layer);
+                dsts[c] = deviceLayer.asSlice(geo.layerOffsets[c], geo.layerObjectBytes[c]);
+            }
+            store.getIntoBatch(keys, dsts, chunks, results);
+            if (streaming) {
+                for (int c = 0; c < chunks; c++) {
+                    if (GetResult.isMiss(results[c])) {
+                        results[c] = getWaiting(keys[c], dsts[c]);
+                    }
+                }
+            }
+            long headerBytes = objects.headerBytes();
+            headers = connector.staging().acquire(chunks * headerBytes);
+            sink.copyHeaders(deviceLayer, headers, chunks);
+            long bytes = 0;
+            for (int c = 0; c < chunks; c++) {
+                MemorySegment header = headers.asSlice(c * headerBytes, headerBytes);
+                DropResult miss = missOrTooSmall(results[c], keys[c], dsts[c].byteSize(), "layer " + layer);
+                if (miss == null) {
+                    miss = statusMiss(objects.validateHeader(c, layer, header, results[c]), keys[c]);
+                }
+                if (miss != null) {
+                    return miss;
+                }
+                bytes += results[c];
+            }
+            sink.fromDirect(layer, deviceLayer, chunks);
+            connector.metricsRecorder().recordDropLayer(System.nanoTime() - start, bytes);
+            return null;
+        } finally {
+            if (headers != null) {
+                connector.staging().release(headers);
+            }
+            sink.release(deviceLayer);
+        }
+    }
+
+    private DropResult readHidden(int chunks) {
+        Tensor hidden = target.hidden();
+        TensorSpec hs = hidden.spec();
+        int hiddenSize = connector.layout().hiddenSize();
+        if (hs.rank() != 2 || hs.dim(1) != hiddenSize || hs.dim(0) < geo.chunks[chunks - 1].endToken()) {
+            throw KVException.of(ErrorCode.SHAPE_MISMATCH, "hidden target " + hs + " cannot hold "
+                    + geo.chunks[chunks - 1].endToken() + " x " + hiddenSize).operation("dropSelect").build();
+        }
+        long rowBytes = (long) hiddenSize * hs.dtype().byteWidth();
+        for (int c = 0; c < chunks; c++) {
+            if ((manifestFlags[c] & ChunkGeometry.FLAG_HIDDEN) == 0) {
+                return DropResult.miss(requestedTokens, MissReason.ABSENT, "the producer stored no hidden states for "
+                        + geo.chunks[c].hiddenKey());
+            }
+            DType dtype = hs.dtype();
+            long size = objects.hiddenObjectBytes(c, dtype);
+            MemorySegment staging = connector.staging().acquire(size);
+            try {
+                MemorySegment object = staging.asSlice(0, size);
+                String key = objects.hiddenKey(c);
+                long r = store.getInto(key, object);
+                DropResult miss = missOrTooSmall(r, key, object.byteSize(), "hidden states");
+                if (miss == null) {
+                    miss = statusMiss(objects.validateHidden(c, dtype, object, r), key);
+                }
+                if (miss != null) {
+                    return miss;
+                }
+                MemorySegment.copy(object, objects.hiddenOffset(c), hidden.segment(),
+                        geo.chunks[c].startToken() * rowBytes, geo.chunks[c].tokens() * rowBytes);
+            } finally {
+                connector.staging().release(staging);
+            }
+        }
+        return null;
+    }
+
+    private DropResult missOrTooSmall(long r, String key, long capacity, String what) {
+        if (GetResult.isMiss(r)) {
+            return DropResult.miss(requestedTokens, streaming ? MissReason.TIMED_OUT : MissReason.ABSENT,
+                    what + " object " + key + (streaming ? " did not arrive within " + connector.layerTimeoutMillis()
+                            + " ms" : " is gone (evicted or removed) although its manifest exists"));
+        }
+        if (GetResult.isTooSmall(r)) {
+            return DropResult.miss(requestedTokens, MissReason.LAYOUT_MISMATCH, what + " object " + key + " is "
+                    + GetResult.requiredSize(r) + " bytes, the layout expects " + capacity);
+        }
+        return null;
+    }
+
+    /** The miss for a codec status, or null when it is {@link ObjectPlan#OK}. */
+    private DropResult statusMiss(int status, String key) {
+        if (status == ObjectPlan.OK) {
+            return null;
+        }
+        return DropResult.miss(requestedTokens, objects.isLayoutMismatch(status) ? MissReason.LAYOUT_MISMATCH
+                : MissReason.CORRUPT, "object " + key + ": " + objects.describe(status));
+    }
+
+    private DropResult manifestMiss(int status, String key) {
+        return DropResult.miss(requestedTokens, RawTensorFormat.isLayoutMismatch(status) ? MissReason.LAYOUT_MISMATCH
+                : MissReason.CORRUPT, "object " + key + ": " + RawTensorFormat.describe(status));
+    }
+
+    /** Polls until the key appears or the deadline passes, backing off from 10 us to 1 ms. */
+    private long getWaiting(String key, MemorySegment dst) {
+        long backoff = MIN_BACKOFF_NANOS;
+        while (true) {
+            long r = store.getInto(key, dst);
+            if (!GetResult.isMiss(r) || System.nanoTime() - deadlineNanos >= 0) {
+                return r;
+            }
+            LockSupport.parkNanos(backoff);
+            backoff = Math.min(MAX_BACKOFF_NANOS, backoff * 2);
+        }
+    }
+
+    private void consume(int chunks) {
+        int layers = connector.layout().numLayers();
+        String[] keys = new String[chunks * (layers + 2)];
+        int k = 0;
+        for (int c = 0; c < chunks; c++) {
+            keys[k++] = geo.chunks[c].manifestKey();
+        }
+        for (int c = 0; c < chunks; c++) {
+            keys[k++] = geo.chunks[c].hiddenKey();
+            for (int l = 0; l < layers; l++) {
+                keys[k++] = objects.layerKey(c, l);
+            }
+        }
+        connector.removeOrKeep(keys, k, "drop-select", true);
+    }
+
+    @Override
+    public boolean awaitLayer(int layer) {
+        lock.lock();
+        try {
+            while (layersLoaded <= layer && !done) {
+                progress.awaitUninterruptibly();
+            }
+            if (layersLoaded > layer) {
+                return true;
+            }
+            rethrowFailure();
+            return false;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    @Override
+    public DropResult result() {
+        lock.lock();
+        try {
+            while (!done) {
+                progress.awaitUninterruptibly();
+            }
+            rethrowFailure();
+            return result;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private void rethrowFailure() {
+        if (failure instanceof KVException ke) {
+            throw ke;
+        }
+        if (failure != null) {
+            throw KVException.of(ErrorCode.INTERNAL, "drop-select failed: " + failure).store(store.uri())
+                    .operation("dropSelect").cause(failure).build();
+        }
+    }
+
+    @Override
+    public void close() {
+        lock.lock();
+        try {
+            while (!done) {
+                progress.awaitUninterruptibly();
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+}

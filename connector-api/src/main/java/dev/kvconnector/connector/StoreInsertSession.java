@@ -1,0 +1,337 @@
+package dev.kvconnector.connector;
+
+import dev.kvconnector.codec.ObjectPlan;
+import dev.kvconnector.codec.RawTensorFormat;
+import dev.kvconnector.error.ErrorCode;
+import dev.kvconnector.error.KVException;
+import dev.kvconnector.key.ChunkKeys;
+import dev.kvconnector.layout.KVLayout;
+import dev.kvconnector.tensor.Tensor;
+import dev.kvconnector.tensor.TensorSpec;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The {@link InsertSession} of a {@link StoreConnector}: each layer is copied into pooled staging before
+ * {@code putLayer} returns, sealed by the codec and put on the connector's I/O threads, overlapping the next layer's
+ * compute; {@link #commit()} writes the manifests, last. It is also the {@link InsertChannel} through which sources
+ * that move layers themselves (device caches) hand them on.
+ */
+final class StoreInsertSession implements InsertSession, InsertChannel {
+    private static final Logger LOG = LoggerFactory.getLogger(StoreInsertSession.class);
+    private enum State { OPEN, COMMITTED, ABORTED }
+
+    private final StoreConnector connector;
+    private final ChunkGeometry geo;
+    private final ObjectPlan objects;
+    private final KVLayout layout;
+    private final int tokens;
+    private final boolean[] layerPut;
+    private boolean hiddenPut;
+    private final AtomicReference<Throwable> failure = new AtomicReference<>();
+    private final Object pendingLock = new Object();
+    private int pending;
+    private State state = State.OPEN;
+
+    StoreInsertSession(StoreConnector connector, ChunkGeometry geo) {
+        this.connector = connector;
+        this.geo = geo;
+        this.objects = geo.objects;
+        this.layout = connector.layout();
+        this.tokens = geo.plan.totalTokens();
+        this.layerPut = new boolean[layout.numLayers()];
+    }
+
+    @Override
+    public int tokens() {
+        return tokens;
+    }
+
+    @Override
+    public void putLayer(int layer, LayerSource source) {
+        checkLayer(layer);
+        source.check(layout, tokens, "insert", connector.endpoint());
+        source.insert(this, layer, 1);
+    }
+
+    @Override
+    public void putLayers(LayerSource source) {
+        for (int l = 0; l < layerPut.length; l++) {
+            checkLayer(l);
+        }
+        source.check(layout, tokens, "insert", connector.endpoint());
+        source.insert(this, 0, layerPut.length);
+    }
+
+    @Override
+    public ChunkGeometry geometry() {
+        return geo;
+    }
+
+    @Override
+    public ConnectorResources resources() {
+        return connector.resources();
+    }
+
+    @Override
+    public MemorySegment acquireStaging(long bytes) {
+        return acquire(bytes);
+    }
+
+    @Override
+    public void releaseStaging(MemorySegment staging) {
+        connector.staging().release(staging);
+    }
+
+    @Override
+    public void putHost(int layer, HostLayerSource source) {
+        long start = System.nanoTime();
+        MemorySegment staging = acquire(geo.layerStagingBytes);
+        try {
+            for (int c = 0; c < geo.chunks.length; c++) {
+                ChunkKeys ck = geo.chunks[c];
+                for (int t = 0; t < geo.tensors; t++) {
+                    source.gather(layer, t, ck.startToken(), ck.endToken(), staging,
+                            geo.layerOffsets[c] + geo.tensorPayloadOffset(c, t));
+                }
+            }
+        } catch (RuntimeException e) {
+            connector.staging().release(staging);
+            throw e;
+        }
+        submitStaged(layer, staging, start);
+    }
+
+    @Override
+    public void submitStaged(int layer, MemorySegment staging, long startNanos) {
+        int n = geo.chunks.length;
+        String[] keys = new String[n];
+        MemorySegment[] values = new MemorySegment[n];
+        long bytes = 0;
+        for (int c = 0; c < n; c++) {
+            MemorySegment object = staging.asSlice(geo.layerOffsets[c], geo.layerObjectBytes[c]);
+            objects.seal(c, layer, object);
+            keys[c] = objects.layerKey(c, layer);
+            values[c] = object;
+            bytes += object.byteSize();
+        }
+        layerPut[layer] = true;
+        MemorySegment lease = staging;
+        submit(keys, values, () -> connector.staging().release(lease), startNanos, bytes, true);
+    }
+
+    @Override
+    public void submitDetached(int layer, MemorySegment[] objectSegments, MemorySegment lease,
+                               Consumer<MemorySegment> releaseLease, long startNanos) {
+        int n = geo.chunks.length;
+        String[] keys = new String[n];
+        long bytes = 0;
+        for (int c = 0; c < n; c++) {
+            keys[c] = objects.layerKey(c, layer);
+            bytes += objectSegments[c].byteSize();
+        }
+        layerPut[layer] = true;
+        submit(keys, objectSegments, () -> releaseLease.accept(lease), startNanos, bytes, true);
+    }
+
+    @Override
+    public void putHidden(Tensor hidden) {
+        checkOpen("putHidden");
+        hidden.requireHostAccessible("putHidden");
+        TensorSpec s = hidden.spec();
+        if (s.rank() != 2 || s.dim(0) != tokens || s.dim(1) != layout.hiddenSize()) {
+            throw usage(ErrorCode.SHAPE_MISMATCH, "hidden states are " + s + ", expected [" + tokens + ", "
+                    + layout.hiddenSize() + "]");
+        }
+        if (hiddenPut) {
+            throw usage(ErrorCode.INVALID_ARGUMENT, "hidden states were already put");
+        }
+        long rowBytes = layout.hiddenSize() * (long) s.dtype().byteWidth();
+        int n = geo.chunks.length;
+        long[] offsets = new long[n];
+        long total = 0;
+        for (int c = 0; c < n; c++) {
+            offsets[c] = total;
+            total += ChunkGeometry.align(objects.hiddenObjectBytes(c, s.dtype()));
+        }
+        long start = System.nanoTime();
+        MemorySegment staging = acquire(total);
+        String[] keys = new String[n];
+        MemorySegment[] values = new MemorySegment[n];
+        long bytes = 0;
+        for (int c = 0; c < n; c++) {
+            ChunkKeys ck = geo.chunks[c];
+            MemorySegment object = staging.asSlice(offsets[c], objects.hiddenObjectBytes(c, s.dtype()));
+            MemorySegment.copy(hidden.segment(), ck.startToken() * rowBytes, object, objects.hiddenOffset(c),
+                    ck.tokens() * rowBytes);
+            objects.sealHidden(c, s.dtype(), object);
+            keys[c] = objects.hiddenKey(c);
+            values[c] = object;
+            bytes += object.byteSize();
+        }
+        hiddenPut = true;
+        submit(keys, values, () -> connector.staging().release(staging), start, bytes, false);
+    }
+
+    /** Puts asynchronously, then runs {@code release} to give the memory back. */
+    private void submit(String[] keys, MemorySegment[] values, Runnable release, long startNanos, long bytes,
+                        boolean layerMetric) {
+        synchronized (pendingLock) {
+            pending++;
+        }
+        long stagedNanos = System.nanoTime() - startNanos;
+        connector.executePut(() -> {
+            try {
+                long putStart = System.nanoTime();
+                boolean[] stored = new boolean[keys.length];
+                connector.store().putBatch(keys, values, keys.length, connector.putOptions(), stored);
+                if (layerMetric) {
+                    // Staging plus the store's put; time queued behind earlier layers is not the layer's transfer.
+                    connector.metricsRecorder().recordInsertLayer(stagedNanos + System.nanoTime() - putStart, bytes);
+                }
+            } catch (Throwable t) {
+                if (failure.compareAndSet(null, t)) {
+                    LOG.warn("layer put to {} failed; the insert will abort at commit: {}", connector.store().uri(),
+                            t.toString());
+                }
+            } finally {
+                release.run();
+                synchronized (pendingLock) {
+                    pending--;
+                    pendingLock.notifyAll();
+                }
+            }
+        });
+    }
+
+    private MemorySegment acquire(long bytes) {
+        try {
+            return connector.staging().acquire(bytes);
+        } catch (KVException e) {
+            if (e.code() != ErrorCode.STORE_FULL) {
+                throw e;
+            }
+            awaitPending();
+            return connector.staging().acquire(bytes);
+        }
+    }
+
+    private void awaitPending() {
+        synchronized (pendingLock) {
+            while (pending > 0) {
+                try {
+                    pendingLock.wait();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw KVException.of(ErrorCode.INTERNAL, "interrupted while waiting for layer puts")
+                            .operation("insert").cause(e).build();
+                }
+            }
+        }
+    }
+
+    /** {@inheritDoc} The manifests, written last, make the entry visible. */
+    @Override
+    public void commit() {
+        checkOpen("commit");
+        awaitPending();
+        Throwable f = failure.get();
+        if (f != null) {
+            abort();
+            throw f instanceof KVException ke ? ke : KVException.of(ErrorCode.INTERNAL, "a layer put failed: " + f)
+                    .store(connector.store().uri()).operation("commit").cause(f).build();
+        }
+        for (int l = 0; l < layerPut.length; l++) {
+            if (!layerPut[l]) {
+                abort();
+                throw usage(ErrorCode.INVALID_ARGUMENT, "layer " + l + " of " + layerPut.length
+                        + " was never put; the insert was aborted");
+            }
+        }
+        int n = geo.chunks.length;
+        MemorySegment staging = acquire(n * ChunkGeometry.align(ChunkGeometry.MANIFEST_BYTES));
+        try {
+            String[] keys = new String[n];
+            MemorySegment[] values = new MemorySegment[n];
+            for (int c = 0; c < n; c++) {
+                MemorySegment m = staging.asSlice(c * ChunkGeometry.align(ChunkGeometry.MANIFEST_BYTES),
+                        ChunkGeometry.MANIFEST_BYTES);
+                long base = RawTensorFormat.HEADER_BYTES;
+                m.set(ValueLayout.JAVA_LONG_UNALIGNED, base, geo.chunks[c].startToken());
+                m.set(ValueLayout.JAVA_LONG_UNALIGNED, base + 8, geo.chunks[c].endToken());
+                m.set(ValueLayout.JAVA_LONG_UNALIGNED, base + 16, layout.numLayers());
+                m.set(ValueLayout.JAVA_LONG_UNALIGNED, base + 24, hiddenPut ? ChunkGeometry.FLAG_HIDDEN : 0);
+                RawTensorFormat.writeHeader(m, ChunkGeometry.MANIFEST_SPEC, geo.chunks[c].tokens(),
+                        layout.fingerprint(), true);
+                keys[c] = geo.chunks[c].manifestKey();
+                values[c] = m;
+            }
+            connector.store().putBatch(keys, values, n, connector.putOptions(), new boolean[n]);
+        } catch (RuntimeException e) {
+            abort();
+            throw e;
+        } finally {
+            connector.staging().release(staging);
+        }
+        state = State.COMMITTED;
+        connector.metricsRecorder().recordCommit();
+    }
+
+    @Override
+    public void abort() {
+        if (state != State.OPEN) {
+            return;
+        }
+        state = State.ABORTED;
+        awaitPending();
+        int n = geo.chunks.length;
+        String[] keys = new String[n * (layerPut.length + 2)];
+        int k = 0;
+        for (ChunkKeys ck : geo.chunks) {
+            keys[k++] = ck.manifestKey();
+            keys[k++] = ck.hiddenKey();
+            for (int l = 0; l < layerPut.length; l++) {
+                if (layerPut[l]) {
+                    keys[k++] = objects.layerKey(ck.index(), l);
+                }
+            }
+        }
+        connector.removeOrKeep(keys, k, "abort", false);
+        connector.metricsRecorder().recordAbort();
+    }
+
+    @Override
+    public void close() {
+        abort();
+    }
+
+    private void checkLayer(int layer) {
+        checkOpen("putLayer");
+        if (layer < 0 || layer >= layerPut.length) {
+            throw usage(ErrorCode.INVALID_ARGUMENT, "layer " + layer + " outside 0.." + (layerPut.length - 1));
+        }
+        if (layerPut[layer]) {
+            throw usage(ErrorCode.INVALID_ARGUMENT, "layer " + layer + " was already put");
+        }
+        Throwable f = failure.get();
+        if (f != null) {
+            throw f instanceof KVException ke ? ke : KVException.of(ErrorCode.INTERNAL, "an earlier layer put failed")
+                    .cause(f).build();
+        }
+    }
+
+    private void checkOpen(String op) {
+        if (state != State.OPEN) {
+            throw KVException.of(ErrorCode.CLOSED, "the insert was already " + state.name().toLowerCase(java.util.Locale.ROOT))
+                    .operation(op).build();
+        }
+    }
+
+    private KVException usage(ErrorCode code, String detail) {
+        return KVException.of(code, detail).store(connector.store().uri()).operation("insert").build();
+    }
+}
