@@ -70,8 +70,13 @@ public abstract class KVStoreContract {
 
     @AfterEach
     void closeStoreAfterTest() {
-        store.close();
-        arena.close();
+        try {
+            if (store != null) {
+                store.close();
+            }
+        } finally {
+            arena.close();
+        }
     }
 
     /** A key unique to this test. */
