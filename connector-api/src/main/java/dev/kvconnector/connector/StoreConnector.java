@@ -12,6 +12,7 @@ import dev.kvconnector.key.KeySchemes;
 import dev.kvconnector.key.RequestTokens;
 import dev.kvconnector.layout.KVLayout;
 import dev.kvconnector.memory.SegmentPool;
+import dev.kvconnector.store.GetResult;
 import dev.kvconnector.store.KVStore;
 import dev.kvconnector.store.KVStores;
 import dev.kvconnector.store.PutOptions;
@@ -57,6 +58,10 @@ public final class StoreConnector implements KVStoreConnector {
     private final KeyContext keyContext;
     private final DropMode dropMode;
     private final PutOptions putOptions;
+    private final PutOptions layerPutOptions;
+    private final boolean claims;
+    private final boolean views;
+    private final boolean removes;
     private final boolean checksums;
     private final long layerTimeoutMillis;
     private final SegmentPool staging;
@@ -92,6 +97,11 @@ public final class StoreConnector implements KVStoreConnector {
                 b.chunkTokens);
         this.dropMode = b.dropMode;
         this.putOptions = PutOptions.DEFAULT.withTtlMillis(b.ttlMillis);
+        this.layerPutOptions = putOptions.withImmutable(scheme.contentAddressed());
+        var caps = store.capabilities();
+        this.claims = caps.contains(StoreCapability.CLAIM);
+        this.views = caps.contains(StoreCapability.VIEW);
+        this.removes = caps.contains(StoreCapability.REMOVE);
         this.checksums = b.checksums;
         this.layerTimeoutMillis = b.layerTimeoutMillis;
         this.registration = store.capabilities().contains(StoreCapability.REGISTERED_MEMORY)
@@ -132,17 +142,33 @@ public final class StoreConnector implements KVStoreConnector {
         return new StoreInsertSession(this, geometry(request, "beginInsert"));
     }
 
+    /** {@inheritDoc} Reads every chunk's manifest in one batch call. */
     @Override
     public int lookup(RequestTokens request) {
         ChunkGeometry geo = geometry(request, "lookup");
-        int matched = 0;
-        for (var c : geo.chunks) {
-            if (!store.exists(c.manifestKey())) {
-                break;
-            }
-            matched = c.endToken();
+        int n = geo.chunks.length;
+        if (n == 0) {
+            return 0;
         }
-        return matched;
+        long slot = ChunkGeometry.align(ChunkGeometry.MANIFEST_BYTES);
+        MemorySegment buf = staging.acquire(n * slot);
+        try {
+            String[] keys = new String[n];
+            MemorySegment[] dsts = new MemorySegment[n];
+            long[] results = new long[n];
+            for (int c = 0; c < n; c++) {
+                keys[c] = geo.chunks[c].manifestKey();
+                dsts[c] = buf.asSlice(c * slot, ChunkGeometry.MANIFEST_BYTES);
+            }
+            store.getIntoBatch(keys, dsts, n, results);
+            int matched = 0;
+            for (int c = 0; c < n && !GetResult.isMiss(results[c]); c++) {
+                matched = geo.chunks[c].endToken();
+            }
+            return matched;
+        } finally {
+            staging.release(buf);
+        }
     }
 
     @Override
@@ -236,6 +262,21 @@ public final class StoreConnector implements KVStoreConnector {
         return putOptions;
     }
 
+    /** Options of layer puts: immutable when the key scheme is content-addressed. */
+    PutOptions layerPutOptions() {
+        return layerPutOptions;
+    }
+
+    /** Whether the store declares {@link StoreCapability#CLAIM}. */
+    boolean claims() {
+        return claims;
+    }
+
+    /** Whether the store declares {@link StoreCapability#VIEW}. */
+    boolean views() {
+        return views;
+    }
+
     boolean checksums() {
         return checksums;
     }
@@ -245,25 +286,23 @@ public final class StoreConnector implements KVStoreConnector {
     }
 
     /**
-     * Removes keys; a store whose protocol has no delete (an LMCache server) keeps them until it evicts them, which
-     * is logged once rather than failing a read that already succeeded. Unmanifested objects stay invisible.
+     * Removes keys; a store without {@link StoreCapability#REMOVE} (an LMCache server, whose protocol has no delete)
+     * keeps them until it evicts them, which is logged once rather than failing a read that already succeeded.
+     * Unmanifested objects stay invisible.
      */
     void removeOrKeep(String[] keys, int count, String op, boolean consumed) {
-        try {
-            if (consumed) {
-                store.removeConsumed(keys, count);
-            } else {
-                store.removeBatch(keys, count);
-            }
-        } catch (KVException e) {
-            if (e.code() != ErrorCode.UNSUPPORTED) {
-                throw e;
-            }
+        if (!removes) {
             if (!warnedNoRemove) {
                 warnedNoRemove = true;
-                LOG.warn("{} cannot remove objects ({}); after {} they stay until the store evicts them. Use "
-                        + "DropMode.RETAIN with this store", store.uri(), e.getMessage(), op);
+                LOG.warn("{} cannot remove objects (it does not declare {}); after {} they stay until the store "
+                        + "evicts them. Use DropMode.RETAIN with this store", store.uri(), StoreCapability.REMOVE, op);
             }
+            return;
+        }
+        if (consumed) {
+            store.removeConsumed(keys, count);
+        } else {
+            store.removeBatch(keys, count);
         }
     }
 

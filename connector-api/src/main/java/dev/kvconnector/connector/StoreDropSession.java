@@ -7,6 +7,7 @@ import dev.kvconnector.error.KVException;
 import dev.kvconnector.key.ChunkKeys;
 import dev.kvconnector.store.GetResult;
 import dev.kvconnector.store.KVStore;
+import dev.kvconnector.store.StoreView;
 import dev.kvconnector.tensor.Tensor;
 import dev.kvconnector.tensor.DType;
 import dev.kvconnector.tensor.TensorSpec;
@@ -15,6 +16,7 @@ import java.lang.foreign.ValueLayout;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.zip.CRC32C;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -33,6 +35,9 @@ final class StoreDropSession implements DropSession {
     private final KVStore store;
     private final ChunkGeometry geo;
     private final ObjectPlan objects;
+    /** The store's view handle when it reads in place ({@code VIEW}), else null; used by the load's thread only. */
+    private final StoreView view;
+    private final CRC32C crc = new CRC32C();
     private final DropTarget target;
     private final DropMode mode;
     private final boolean streaming;
@@ -54,6 +59,7 @@ final class StoreDropSession implements DropSession {
         this.store = connector.store();
         this.geo = geo;
         this.objects = geo.objects;
+        this.view = connector.views() ? connector.store().newView() : null;
         this.target = target;
         this.mode = mode;
         this.streaming = streaming;
@@ -148,16 +154,30 @@ final class StoreDropSession implements DropSession {
 
     private int committedChunks;
 
-    /** Reads manifests in order; without waiting, stops at the first absent one (the longest committed prefix). */
+    /**
+     * Reads the manifests in one batch call and checks them in order; without waiting, stops at the first absent
+     * one (the longest committed prefix); waiting, polls for each absent one until the deadline.
+     */
     private DropResult readManifests(int chunks, boolean wait) {
         long slot = ChunkGeometry.align(ChunkGeometry.MANIFEST_BYTES);
-        MemorySegment staging = connector.staging().acquire(slot);
+        MemorySegment staging = connector.staging().acquire(chunks * slot);
         try {
-            MemorySegment m = staging.asSlice(0, ChunkGeometry.MANIFEST_BYTES);
+            String[] keys = new String[chunks];
+            MemorySegment[] dsts = new MemorySegment[chunks];
+            long[] results = new long[chunks];
+            for (int c = 0; c < chunks; c++) {
+                keys[c] = geo.chunks[c].manifestKey();
+                dsts[c] = staging.asSlice(c * slot, ChunkGeometry.MANIFEST_BYTES);
+            }
+            store.getIntoBatch(keys, dsts, chunks, results);
             int c = 0;
             for (; c < chunks; c++) {
-                String key = geo.chunks[c].manifestKey();
-                long r = wait ? getWaiting(key, m) : store.getInto(key, m);
+                String key = keys[c];
+                MemorySegment m = dsts[c];
+                long r = results[c];
+                if (GetResult.isMiss(r) && wait) {
+                    r = getWaiting(key, m);
+                }
                 if (GetResult.isMiss(r)) {
                     if (wait) {
                         return DropResult.miss(requestedTokens, MissReason.TIMED_OUT, "the producer did not commit "
@@ -195,6 +215,9 @@ final class StoreDropSession implements DropSession {
         if (sink.direct()) {
             return readLayerDirect(layer, chunks);
         }
+        if (view != null && sink.takesObjects() && objects.fusedChecksum()) {
+            return readLayerInPlace(layer, chunks);
+        }
         long start = System.nanoTime();
         MemorySegment staging = connector.staging().acquire(geo.layerStagingBytes);
         try {
@@ -203,7 +226,7 @@ final class StoreDropSession implements DropSession {
             long[] results = new long[chunks];
             long bytes = 0;
             for (int c = 0; c < chunks; c++) {
-                keys[c] = objects.layerKey(c, layer);
+                keys[c] = geo.layerKeys[layer][c];
                 dsts[c] = staging.asSlice(geo.layerOffsets[c], geo.layerObjectBytes[c]);
             }
             store.getIntoBatch(keys, dsts, chunks, results);
@@ -226,6 +249,55 @@ final class StoreDropSession implements DropSession {
             return null;
         } finally {
             connector.staging().release(staging);
+        }
+    }
+
+    /**
+     * A layer from a store that reads in place ({@code VIEW}) into a sink that takes objects: each chunk's object is
+     * checked by its header, scattered straight from the store's memory with the CRC fused into the scatter, then
+     * its CRC compared. A mismatch is a {@code CORRUPT} miss (the sink's copy of that chunk counts as not loaded).
+     */
+    private DropResult readLayerInPlace(int layer, int chunks) {
+        long start = System.nanoTime();
+        String[] keys = geo.layerKeys[layer];
+        long bytes = 0;
+        for (int c = 0; c < chunks; c++) {
+            long r = viewWaiting(keys[c]);
+            try {
+                DropResult miss = missOrTooSmall(r, keys[c], geo.layerObjectBytes[c], "layer " + layer);
+                if (miss != null) {
+                    return miss;
+                }
+                MemorySegment object = view.segment();
+                miss = statusMiss(objects.validateHeader(c, layer, object, r), keys[c]);
+                if (miss != null) {
+                    return miss;
+                }
+                crc.reset();
+                sink.fromObject(layer, c, object, crc);
+                miss = statusMiss(objects.verifyPayloadCrc(c, layer, object, (int) crc.getValue()), keys[c]);
+                if (miss != null) {
+                    return miss;
+                }
+                bytes += r;
+            } finally {
+                view.close();
+            }
+        }
+        connector.metricsRecorder().recordDropLayer(System.nanoTime() - start, bytes);
+        return null;
+    }
+
+    /** {@link KVStore#tryView}, polled as {@link #getWaiting} polls when the session streams. */
+    private long viewWaiting(String key) {
+        long backoff = MIN_BACKOFF_NANOS;
+        while (true) {
+            long r = store.tryView(key, view);
+            if (!GetResult.isMiss(r) || !streaming || System.nanoTime() - deadlineNanos >= 0) {
+                return r;
+            }
+            LockSupport.parkNanos(backoff);
+            backoff = Math.min(MAX_BACKOFF_NANOS, backoff * 2);
         }
     }
 

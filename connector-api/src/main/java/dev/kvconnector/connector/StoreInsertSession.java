@@ -5,6 +5,10 @@ import dev.kvconnector.codec.RawTensorFormat;
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
 import dev.kvconnector.key.ChunkKeys;
+import dev.kvconnector.store.ClaimResult;
+import dev.kvconnector.store.KVStore;
+import dev.kvconnector.store.PutOptions;
+import dev.kvconnector.store.StoreClaim;
 import dev.kvconnector.layout.KVLayout;
 import dev.kvconnector.tensor.Tensor;
 import dev.kvconnector.tensor.TensorSpec;
@@ -12,6 +16,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
+import java.util.zip.CRC32C;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -28,6 +33,9 @@ final class StoreInsertSession implements InsertSession, InsertChannel {
     private final StoreConnector connector;
     private final ChunkGeometry geo;
     private final ObjectPlan objects;
+    /** The store's claim handle, reused for every object, when the store claims; else null. */
+    private final StoreClaim claim;
+    private final CRC32C crc = new CRC32C();
     private final KVLayout layout;
     private final int tokens;
     private final boolean[] layerPut;
@@ -41,6 +49,7 @@ final class StoreInsertSession implements InsertSession, InsertChannel {
         this.connector = connector;
         this.geo = geo;
         this.objects = geo.objects;
+        this.claim = connector.claims() ? connector.store().newClaim() : null;
         this.layout = connector.layout();
         this.tokens = geo.plan.totalTokens();
         this.layerPut = new boolean[layout.numLayers()];
@@ -87,55 +96,108 @@ final class StoreInsertSession implements InsertSession, InsertChannel {
         connector.staging().release(staging);
     }
 
+    /**
+     * Gathers straight into the store's memory when it claims ({@code CLAIM}), with the CRC fused into the gather;
+     * when a claim finds the store full, the layer takes the staged path, whose put reports a store that stays full.
+     */
     @Override
     public void putHost(int layer, HostLayerSource source) {
         long start = System.nanoTime();
+        if (claim != null && putClaimed(layer, source, start)) {
+            return;
+        }
         MemorySegment staging = acquire(geo.layerStagingBytes);
+        int n = geo.chunks.length;
+        MemorySegment[] values = new MemorySegment[n];
         try {
-            for (int c = 0; c < geo.chunks.length; c++) {
-                ChunkKeys ck = geo.chunks[c];
-                for (int t = 0; t < geo.tensors; t++) {
-                    source.gather(layer, t, ck.startToken(), ck.endToken(), staging,
-                            geo.layerOffsets[c] + geo.tensorPayloadOffset(c, t));
-                }
+            for (int c = 0; c < n; c++) {
+                MemorySegment object = staging.asSlice(geo.layerOffsets[c], geo.layerObjectBytes[c]);
+                gather(layer, c, source, object);
+                values[c] = object;
             }
         } catch (RuntimeException e) {
             connector.staging().release(staging);
             throw e;
         }
-        submitStaged(layer, staging, start);
+        layerPut[layer] = true;
+        submit(geo.layerKeys[layer], values, () -> connector.staging().release(staging), start, geo.layerBytes,
+                true, connector.layerPutOptions());
+    }
+
+    /** Gathers chunk {@code c}'s tensors of {@code layer} into {@code object} and seals it, CRC fused if it can. */
+    private void gather(int layer, int c, HostLayerSource source, MemorySegment object) {
+        ChunkKeys ck = geo.chunks[c];
+        if (objects.fusedChecksum()) {
+            crc.reset();
+            for (int t = 0; t < geo.tensors; t++) {
+                source.gather(layer, t, ck.startToken(), ck.endToken(), object, geo.tensorPayloadOffset(c, t), crc);
+            }
+            objects.sealWithCrc(c, layer, object, (int) crc.getValue());
+        } else {
+            for (int t = 0; t < geo.tensors; t++) {
+                source.gather(layer, t, ck.startToken(), ck.endToken(), object, geo.tensorPayloadOffset(c, t));
+            }
+            objects.seal(c, layer, object);
+        }
+    }
+
+    /** Puts every chunk of {@code layer} through a claim; false when the store was full (nothing more claimed). */
+    private boolean putClaimed(int layer, HostLayerSource source, long start) {
+        KVStore store = connector.store();
+        String[] keys = geo.layerKeys[layer];
+        for (int c = 0; c < keys.length; c++) {
+            int code = store.tryClaim(keys[c], geo.layerObjectBytes[c], connector.layerPutOptions(), claim);
+            if (code == ClaimResult.FULL) {
+                return false;
+            }
+            if (code != ClaimResult.CLAIMED) {
+                throw usage(ErrorCode.INTERNAL, "claim of " + keys[c] + " answered " + ClaimResult.describe(code)
+                        + " to a put that is not if-absent");
+            }
+            boolean committed = false;
+            try {
+                gather(layer, c, source, claim.segment());
+                committed = claim.commit();
+            } finally {
+                if (!committed) {
+                    claim.abort();
+                }
+            }
+            layerPut[layer] = true;
+        }
+        connector.metricsRecorder().recordInsertLayer(System.nanoTime() - start, geo.layerBytes);
+        return true;
     }
 
     @Override
     public void submitStaged(int layer, MemorySegment staging, long startNanos) {
         int n = geo.chunks.length;
-        String[] keys = new String[n];
+        String[] keys = geo.layerKeys[layer];
         MemorySegment[] values = new MemorySegment[n];
         long bytes = 0;
         for (int c = 0; c < n; c++) {
             MemorySegment object = staging.asSlice(geo.layerOffsets[c], geo.layerObjectBytes[c]);
             objects.seal(c, layer, object);
-            keys[c] = objects.layerKey(c, layer);
             values[c] = object;
             bytes += object.byteSize();
         }
         layerPut[layer] = true;
         MemorySegment lease = staging;
-        submit(keys, values, () -> connector.staging().release(lease), startNanos, bytes, true);
+        submit(keys, values, () -> connector.staging().release(lease), startNanos, bytes, true,
+                connector.layerPutOptions());
     }
 
     @Override
     public void submitDetached(int layer, MemorySegment[] objectSegments, MemorySegment lease,
                                Consumer<MemorySegment> releaseLease, long startNanos) {
-        int n = geo.chunks.length;
-        String[] keys = new String[n];
+        String[] keys = geo.layerKeys[layer];
         long bytes = 0;
-        for (int c = 0; c < n; c++) {
-            keys[c] = objects.layerKey(c, layer);
-            bytes += objectSegments[c].byteSize();
+        for (MemorySegment o : objectSegments) {
+            bytes += o.byteSize();
         }
         layerPut[layer] = true;
-        submit(keys, objectSegments, () -> releaseLease.accept(lease), startNanos, bytes, true);
+        submit(keys, objectSegments, () -> releaseLease.accept(lease), startNanos, bytes, true,
+                connector.layerPutOptions());
     }
 
     @Override
@@ -174,12 +236,13 @@ final class StoreInsertSession implements InsertSession, InsertChannel {
             bytes += object.byteSize();
         }
         hiddenPut = true;
-        submit(keys, values, () -> connector.staging().release(staging), start, bytes, false);
+        submit(keys, values, () -> connector.staging().release(staging), start, bytes, false,
+                connector.putOptions());
     }
 
     /** Puts asynchronously, then runs {@code release} to give the memory back. */
     private void submit(String[] keys, MemorySegment[] values, Runnable release, long startNanos, long bytes,
-                        boolean layerMetric) {
+                        boolean layerMetric, PutOptions options) {
         synchronized (pendingLock) {
             pending++;
         }
@@ -188,7 +251,7 @@ final class StoreInsertSession implements InsertSession, InsertChannel {
             try {
                 long putStart = System.nanoTime();
                 boolean[] stored = new boolean[keys.length];
-                connector.store().putBatch(keys, values, keys.length, connector.putOptions(), stored);
+                connector.store().putBatch(keys, values, keys.length, options, stored);
                 if (layerMetric) {
                     // Staging plus the store's put; time queued behind earlier layers is not the layer's transfer.
                     connector.metricsRecorder().recordInsertLayer(stagedNanos + System.nanoTime() - putStart, bytes);
