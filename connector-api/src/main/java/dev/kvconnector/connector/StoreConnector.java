@@ -4,6 +4,7 @@ import dev.kvconnector.codec.Completion;
 import dev.kvconnector.codec.ObjectCodec;
 import dev.kvconnector.codec.RawLayerCodec;
 import dev.kvconnector.error.ErrorCode;
+import dev.kvconnector.error.ErrorHandler;
 import dev.kvconnector.error.KVException;
 import dev.kvconnector.key.KeyContext;
 import dev.kvconnector.key.KeyPlan;
@@ -75,6 +76,7 @@ public final class StoreConnector implements KVStoreConnector {
     private final List<Consumer<MemorySegment>> stagingListeners = new CopyOnWriteArrayList<>();
     private final Resources resources = new Resources();
     private final ConnectorMetrics metrics = new ConnectorMetrics();
+    private final ErrorHandler errorHandler;
     private volatile boolean closed;
     private volatile boolean warnedNoRemove;
 
@@ -84,6 +86,7 @@ public final class StoreConnector implements KVStoreConnector {
         this.layout = b.layout;
         this.scheme = KeySchemes.byName(b.keyScheme);
         this.codec = b.codec;
+        this.errorHandler = b.errorHandler;
         ObjectCodec.requirePair(scheme, codec);
         if (codec.completion() != Completion.PER_LAYER) {
             throw KVException.of(ErrorCode.UNSUPPORTED, "codec " + codec.name() + " completes its objects "
@@ -247,6 +250,15 @@ public final class StoreConnector implements KVStoreConnector {
         }
         for (Consumer<MemorySegment> l : stagingListeners) {
             l.accept(segment);
+        }
+    }
+
+    /** Hands a failure on an I/O thread to the configured {@link ErrorHandler}. */
+    void onIoError(String where, Throwable failure) {
+        try {
+            errorHandler.onError(where + " " + store.uri(), failure);
+        } catch (RuntimeException e) {
+            failure.addSuppressed(e);
         }
     }
 
@@ -448,23 +460,27 @@ public final class StoreConnector implements KVStoreConnector {
         }
     }
 
-    /** Configures a {@link StoreConnector}. Every number has a default that suits one 8-GPU node. */
+    /**
+     * Configures a {@link StoreConnector}: the connector's context, validated once by {@link #build()}. Every
+     * setting starts from its {@link ConnectorConfiguration} system property or default, which suits one 8-GPU node.
+     */
     public static final class Builder {
         private final KVStore store;
         private final String storeUri;
         private final KVLayout layout;
         private ObjectCodec codec = RawLayerCodec.INSTANCE;
         private String modelId;
-        private String keyScheme = KeySchemes.DEFAULT;
+        private String keyScheme = ConnectorConfiguration.keyScheme();
         private int tpRank;
         private int worldSize = 1;
-        private int chunkTokens = KeyContext.DEFAULT_CHUNK_TOKENS;
-        private DropMode dropMode = DropMode.CONSUME;
-        private long ttlMillis;
-        private boolean checksums = true;
-        private long stagingBytes = 1L << 30;
-        private int ioThreads = -1;
-        private long layerTimeoutMillis = 10_000;
+        private int chunkTokens = ConnectorConfiguration.chunkTokens();
+        private DropMode dropMode = ConnectorConfiguration.dropMode();
+        private long ttlMillis = ConnectorConfiguration.ttlMillis();
+        private boolean checksums = ConnectorConfiguration.checksums();
+        private long stagingBytes = ConnectorConfiguration.stagingBytes();
+        private int ioThreads = ConnectorConfiguration.ioThreads();
+        private long layerTimeoutMillis = ConnectorConfiguration.layerTimeoutMillis();
+        private ErrorHandler errorHandler = ErrorHandler.LOGGING;
 
         private Builder(KVStore store, String storeUri, KVLayout layout) {
             if (layout == null) {
@@ -473,6 +489,12 @@ public final class StoreConnector implements KVStoreConnector {
             this.store = store;
             this.storeUri = storeUri;
             this.layout = layout;
+        }
+
+        /** Receives failures on the connector's I/O threads (default {@link ErrorHandler#LOGGING}). */
+        public Builder errorHandler(ErrorHandler handler) {
+            this.errorHandler = handler;
+            return this;
         }
 
         /** The codec that lays out the key scheme's objects (default {@link RawLayerCodec}, for {@code kvc-v1}). */
@@ -552,11 +574,13 @@ public final class StoreConnector implements KVStoreConnector {
 
         /** Builds the connector; invalid settings are {@code INVALID_ARGUMENT} errors. */
         public StoreConnector build() {
-            if (ioThreads < -1 || stagingBytes < 1 || layerTimeoutMillis < 0 || ttlMillis < 0 || codec == null) {
+            if (ioThreads < -1 || stagingBytes < 1 || layerTimeoutMillis < 0 || ttlMillis < 0 || codec == null
+                    || errorHandler == null || dropMode == null) {
                 throw KVException.of(ErrorCode.INVALID_ARGUMENT, "connector settings: ioThreads=" + ioThreads
                         + " stagingBytes=" + stagingBytes + " layerTimeoutMillis=" + layerTimeoutMillis + " ttlMillis="
-                        + ttlMillis + " codec=" + codec
-                        + " (need ioThreads >= 0, stagingBytes >= 1, the rest >= 0, a codec)").build();
+                        + ttlMillis + " codec=" + codec + " errorHandler=" + errorHandler + " dropMode=" + dropMode
+                        + " (need ioThreads >= 0, stagingBytes >= 1, the rest >= 0, a codec, an error handler and a "
+                        + "drop mode)").build();
             }
             if (store != null) {
                 return new StoreConnector(this, store);

@@ -91,8 +91,8 @@ final class StoreDropSession implements DropSession {
             if (!r.isHit()) {
                 LOG.debug("drop-select missed on {}: {} ({})", store.uri(), r.reason(), r.detail());
             }
-        } else {
-            LOG.warn("drop-select failed on {}: {}", store.uri(), f.toString());
+        } else if (streaming) {
+            connector.onIoError("layer-wise drop-select (its awaitLayer and result throw it) from", f);
         }
     }
 

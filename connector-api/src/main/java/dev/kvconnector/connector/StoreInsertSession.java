@@ -17,8 +17,6 @@ import java.lang.foreign.ValueLayout;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 import java.util.zip.CRC32C;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * The {@link InsertSession} of a {@link StoreConnector}: each layer is copied into pooled staging before
@@ -27,7 +25,6 @@ import org.slf4j.LoggerFactory;
  * that move layers themselves (device caches) hand them on.
  */
 final class StoreInsertSession implements InsertSession, InsertChannel {
-    private static final Logger LOG = LoggerFactory.getLogger(StoreInsertSession.class);
     private enum State { OPEN, COMMITTED, ABORTED }
 
     private final StoreConnector connector;
@@ -258,8 +255,7 @@ final class StoreInsertSession implements InsertSession, InsertChannel {
                 }
             } catch (Throwable t) {
                 if (failure.compareAndSet(null, t)) {
-                    LOG.warn("layer put to {} failed; the insert will abort at commit: {}", connector.store().uri(),
-                            t.toString());
+                    connector.onIoError("layer put (the insert aborts at commit) to", t);
                 }
             } finally {
                 release.run();

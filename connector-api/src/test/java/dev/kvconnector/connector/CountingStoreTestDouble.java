@@ -21,6 +21,8 @@ final class CountingStoreTestDouble implements KVStore {
     final AtomicInteger getIntos = new AtomicInteger();
     final AtomicInteger removes = new AtomicInteger();
     final AtomicInteger immutablePutBatches = new AtomicInteger();
+    /** When set, every batch put throws it, as a store that went down would. */
+    volatile RuntimeException putFailure;
     private final KVStore inner;
     private final Set<StoreCapability> capabilities;
 
@@ -47,6 +49,10 @@ final class CountingStoreTestDouble implements KVStore {
     @Override
     public void putBatch(String[] keys, MemorySegment[] values, int count, PutOptions options, boolean[] stored) {
         putBatches.incrementAndGet();
+        RuntimeException f = putFailure;
+        if (f != null) {
+            throw f;
+        }
         if (options.immutable()) {
             immutablePutBatches.incrementAndGet();
         }
