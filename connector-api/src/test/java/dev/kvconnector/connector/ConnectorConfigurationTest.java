@@ -62,7 +62,7 @@ class ConnectorConfigurationTest {
     }
 
     @Test
-    void aLayerPutThatFailsOnAnIoThreadReachesTheErrorHandlerAndTheCommit() {
+    void aLayerPutThatFailsOnAnIoThreadReachesTheErrorHandlerAndTheProducer() {
         List<String> where = new CopyOnWriteArrayList<>();
         List<Throwable> failures = new CopyOnWriteArrayList<>();
         CountingStoreTestDouble store = new CountingStoreTestDouble(KVStores.open("memory:?capacity=64MiB"),
@@ -79,10 +79,13 @@ class ConnectorConfigurationTest {
              InsertSession insert = kv.beginInsert(RequestTokens.of(ids))) {
             TensorSpec spec = TensorSpec.of(LAYOUT.dtype(), 40, LAYOUT.kvHeads(), LAYOUT.headSize());
             Tensor k = Tensor.host(spec, arena.allocate(spec.byteSize()));
-            for (int l = 0; l < LAYOUT.numLayers(); l++) {
-                insert.putLayer(l, k, k);
-            }
-            KVException e = assertThrows(KVException.class, insert::commit);
+            // The failure surfaces at the first call after the I/O thread met it: a later putLayer, or the commit.
+            KVException e = assertThrows(KVException.class, () -> {
+                for (int l = 0; l < LAYOUT.numLayers(); l++) {
+                    insert.putLayer(l, k, k);
+                }
+                insert.commit();
+            });
             assertSame(down, e);
         }
         assertEquals(List.of(down), failures, "the handler gets the first failure once");
