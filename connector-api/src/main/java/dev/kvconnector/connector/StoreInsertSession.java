@@ -267,16 +267,17 @@ final class StoreInsertSession implements InsertSession, InsertChannel {
         });
     }
 
+    /**
+     * Pooled staging; a full pool is back-pressure, a null from {@code tryAcquire} rather than an exception: wait
+     * for this insert's puts to give theirs back, then lease or report {@code STORE_FULL}.
+     */
     private MemorySegment acquire(long bytes) {
-        try {
-            return connector.staging().acquire(bytes);
-        } catch (KVException e) {
-            if (e.code() != ErrorCode.STORE_FULL) {
-                throw e;
-            }
-            awaitPending();
-            return connector.staging().acquire(bytes);
+        MemorySegment s = connector.staging().tryAcquire(bytes);
+        if (s != null) {
+            return s;
         }
+        awaitPending();
+        return connector.staging().acquire(bytes);
     }
 
     private void awaitPending() {
