@@ -48,6 +48,10 @@ import org.slf4j.LoggerFactory;
  * <p>Sources and sinks that the CPU cannot address (device paged caches, in {@code dev.kvconnector.cuda}) move
  * their layers through {@link ConnectorResources}: the host staging pool, the store's registration, and resources
  * shared by the connector's transfers (a device staging pool), opened on first use and closed with the connector.
+ *
+ * <p>Over 400 lines because it nests its {@link Builder} (the connector's context: one documented setter per
+ * setting) and its {@link ConnectorResources}, both of which read the connector's private state; the connector
+ * itself is about 350.
  */
 public final class StoreConnector implements KVStoreConnector {
     private static final Logger LOG = LoggerFactory.getLogger(StoreConnector.class);

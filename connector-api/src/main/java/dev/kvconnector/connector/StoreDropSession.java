@@ -8,8 +8,8 @@ import dev.kvconnector.key.ChunkKeys;
 import dev.kvconnector.store.GetResult;
 import dev.kvconnector.store.KVStore;
 import dev.kvconnector.store.StoreView;
-import dev.kvconnector.tensor.Tensor;
 import dev.kvconnector.tensor.DType;
+import dev.kvconnector.tensor.Tensor;
 import dev.kvconnector.tensor.TensorSpec;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -25,6 +25,9 @@ import org.slf4j.LoggerFactory;
  * committed prefix; layer-wise, it polls for each layer's objects (backing off from 10 us to 1 ms) until the
  * connector's layer timeout, and checks the manifests last. Every object is validated by the codec before the
  * sink sees it; a bad or absent one is a miss with its reason.
+ *
+ * <p>Over 400 lines because its three read paths (staged, in place from a store view, straight into a sink's device
+ * buffers) share the manifests, the miss reasons and the layer-wise wait; apart, each would repeat them.
  */
 final class StoreDropSession implements DropSession {
     private static final Logger LOG = LoggerFactory.getLogger(StoreDropSession.class);

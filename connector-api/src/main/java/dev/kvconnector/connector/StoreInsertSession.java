@@ -5,15 +5,17 @@ import dev.kvconnector.codec.RawTensorFormat;
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
 import dev.kvconnector.key.ChunkKeys;
+import dev.kvconnector.layout.KVLayout;
 import dev.kvconnector.store.ClaimResult;
 import dev.kvconnector.store.KVStore;
 import dev.kvconnector.store.PutOptions;
 import dev.kvconnector.store.StoreClaim;
-import dev.kvconnector.layout.KVLayout;
 import dev.kvconnector.tensor.Tensor;
 import dev.kvconnector.tensor.TensorSpec;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.ArrayDeque;
+import java.util.Arrays;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 import java.util.zip.CRC32C;
@@ -23,6 +25,10 @@ import java.util.zip.CRC32C;
  * {@code putLayer} returns, sealed by the codec and put on the connector's I/O threads, overlapping the next layer's
  * compute; {@link #commit()} writes the manifests, last. It is also the {@link InsertChannel} through which sources
  * that move layers themselves (device caches) hand them on.
+ *
+ * <p>Over 400 lines because its three put paths (claimed, staged, detached), the pooled put tasks, commit and abort
+ * all share one piece of state, the session's count of puts in flight and their first failure; split apart, that
+ * state would have to be exposed to each.
  */
 final class StoreInsertSession implements InsertSession, InsertChannel {
     private enum State { OPEN, COMMITTED, ABORTED }
@@ -33,6 +39,9 @@ final class StoreInsertSession implements InsertSession, InsertChannel {
     /** The store's claim handle, reused for every object, when the store claims; else null. */
     private final StoreClaim claim;
     private final CRC32C crc = new CRC32C();
+    private final Consumer<MemorySegment> releaseStaging;
+    /** Put tasks whose put is done, reused by the next layer; guarded by {@link #pendingLock}. */
+    private final ArrayDeque<PutTask> idleTasks = new ArrayDeque<>();
     private final KVLayout layout;
     private final int tokens;
     private final boolean[] layerPut;
@@ -47,6 +56,7 @@ final class StoreInsertSession implements InsertSession, InsertChannel {
         this.geo = geo;
         this.objects = geo.objects;
         this.claim = connector.claims() ? connector.store().newClaim() : null;
+        this.releaseStaging = connector.staging()::release;
         this.layout = connector.layout();
         this.tokens = geo.plan.totalTokens();
         this.layerPut = new boolean[layout.numLayers()];
@@ -104,21 +114,21 @@ final class StoreInsertSession implements InsertSession, InsertChannel {
             return;
         }
         MemorySegment staging = acquire(geo.layerStagingBytes);
-        int n = geo.chunks.length;
-        MemorySegment[] values = new MemorySegment[n];
+        PutTask task = takeTask();
         try {
-            for (int c = 0; c < n; c++) {
+            for (int c = 0; c < geo.chunks.length; c++) {
                 MemorySegment object = staging.asSlice(geo.layerOffsets[c], geo.layerObjectBytes[c]);
                 gather(layer, c, source, object);
-                values[c] = object;
+                task.values[c] = object;
             }
         } catch (RuntimeException e) {
             connector.staging().release(staging);
+            recycle(task);
             throw e;
         }
         layerPut[layer] = true;
-        submit(geo.layerKeys[layer], values, () -> connector.staging().release(staging), start, geo.layerBytes,
-                true, connector.layerPutOptions());
+        submit(task, geo.layerKeys[layer], staging, releaseStaging, start, geo.layerBytes, true,
+                connector.layerPutOptions());
     }
 
     /** Gathers chunk {@code c}'s tensors of {@code layer} into {@code object} and seals it, CRC fused if it can. */
@@ -168,32 +178,24 @@ final class StoreInsertSession implements InsertSession, InsertChannel {
 
     @Override
     public void submitStaged(int layer, MemorySegment staging, long startNanos) {
-        int n = geo.chunks.length;
-        String[] keys = geo.layerKeys[layer];
-        MemorySegment[] values = new MemorySegment[n];
-        long bytes = 0;
-        for (int c = 0; c < n; c++) {
+        PutTask task = takeTask();
+        for (int c = 0; c < geo.chunks.length; c++) {
             MemorySegment object = staging.asSlice(geo.layerOffsets[c], geo.layerObjectBytes[c]);
             objects.seal(c, layer, object);
-            values[c] = object;
-            bytes += object.byteSize();
+            task.values[c] = object;
         }
         layerPut[layer] = true;
-        MemorySegment lease = staging;
-        submit(keys, values, () -> connector.staging().release(lease), startNanos, bytes, true,
+        submit(task, geo.layerKeys[layer], staging, releaseStaging, startNanos, geo.layerBytes, true,
                 connector.layerPutOptions());
     }
 
     @Override
     public void submitDetached(int layer, MemorySegment[] objectSegments, MemorySegment lease,
                                Consumer<MemorySegment> releaseLease, long startNanos) {
-        String[] keys = geo.layerKeys[layer];
-        long bytes = 0;
-        for (MemorySegment o : objectSegments) {
-            bytes += o.byteSize();
-        }
+        PutTask task = takeTask();
+        System.arraycopy(objectSegments, 0, task.values, 0, geo.chunks.length);
         layerPut[layer] = true;
-        submit(keys, objectSegments, () -> releaseLease.accept(lease), startNanos, bytes, true,
+        submit(task, geo.layerKeys[layer], lease, releaseLease, startNanos, geo.layerBytes, true,
                 connector.layerPutOptions());
     }
 
@@ -220,7 +222,7 @@ final class StoreInsertSession implements InsertSession, InsertChannel {
         long start = System.nanoTime();
         MemorySegment staging = acquire(total);
         String[] keys = new String[n];
-        MemorySegment[] values = new MemorySegment[n];
+        PutTask task = takeTask();
         long bytes = 0;
         for (int c = 0; c < n; c++) {
             ChunkKeys ck = geo.chunks[c];
@@ -229,25 +231,72 @@ final class StoreInsertSession implements InsertSession, InsertChannel {
                     ck.tokens() * rowBytes);
             objects.sealHidden(c, s.dtype(), object);
             keys[c] = objects.hiddenKey(c);
-            values[c] = object;
+            task.values[c] = object;
             bytes += object.byteSize();
         }
         hiddenPut = true;
-        submit(keys, values, () -> connector.staging().release(staging), start, bytes, false,
-                connector.putOptions());
+        submit(task, keys, staging, releaseStaging, start, bytes, false, connector.putOptions());
     }
 
-    /** Puts asynchronously, then runs {@code release} to give the memory back. */
-    private void submit(String[] keys, MemorySegment[] values, Runnable release, long startNanos, long bytes,
-                        boolean layerMetric, PutOptions options) {
+    /** Puts {@code task}'s values under {@code keys} asynchronously, then gives {@code lease} to {@code release}. */
+    private void submit(PutTask task, String[] keys, MemorySegment lease, Consumer<MemorySegment> release,
+                        long startNanos, long bytes, boolean layerMetric, PutOptions options) {
         synchronized (pendingLock) {
             pending++;
         }
-        long stagedNanos = System.nanoTime() - startNanos;
-        connector.executePut(() -> {
+        task.keys = keys;
+        task.lease = lease;
+        task.release = release;
+        task.stagedNanos = System.nanoTime() - startNanos;
+        task.bytes = bytes;
+        task.layerMetric = layerMetric;
+        task.options = options;
+        connector.executePut(task);
+    }
+
+    /** A put task from the session's pool, or a new one while fewer than the puts in flight exist. */
+    private PutTask takeTask() {
+        synchronized (pendingLock) {
+            PutTask t = idleTasks.pollFirst();
+            return t != null ? t : new PutTask(geo.chunks.length);
+        }
+    }
+
+    private void recycle(PutTask task) {
+        task.keys = null;
+        task.lease = null;
+        task.release = null;
+        task.options = null;
+        Arrays.fill(task.values, null);
+        synchronized (pendingLock) {
+            idleTasks.addFirst(task);
+        }
+    }
+
+    /**
+     * One asynchronous batch put of a layer's (or the hidden states') objects, with its value and result arrays;
+     * reused through the session's pool, so that a steady insert allocates no task per layer.
+     */
+    private final class PutTask implements Runnable {
+        final MemorySegment[] values;
+        final boolean[] stored;
+        String[] keys;
+        MemorySegment lease;
+        Consumer<MemorySegment> release;
+        long stagedNanos;
+        long bytes;
+        boolean layerMetric;
+        PutOptions options;
+
+        PutTask(int chunks) {
+            this.values = new MemorySegment[chunks];
+            this.stored = new boolean[chunks];
+        }
+
+        @Override
+        public void run() {
             try {
                 long putStart = System.nanoTime();
-                boolean[] stored = new boolean[keys.length];
                 connector.store().putBatch(keys, values, keys.length, options, stored);
                 if (layerMetric) {
                     // Staging plus the store's put; time queued behind earlier layers is not the layer's transfer.
@@ -258,13 +307,14 @@ final class StoreInsertSession implements InsertSession, InsertChannel {
                     connector.onIoError("layer put (the insert aborts at commit) to", t);
                 }
             } finally {
-                release.run();
+                release.accept(lease);
+                recycle(this);
                 synchronized (pendingLock) {
                     pending--;
                     pendingLock.notifyAll();
                 }
             }
-        });
+        }
     }
 
     /**
