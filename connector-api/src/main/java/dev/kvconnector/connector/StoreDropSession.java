@@ -41,6 +41,9 @@ final class StoreDropSession implements DropSession {
     /** The store's view handle when it reads in place ({@code VIEW}), else null; used by the load's thread only. */
     private final StoreView view;
     private final CRC32C crc = new CRC32C();
+    /** Each layer's destinations and results, reused layer after layer by the load's one thread. */
+    private final MemorySegment[] layerDsts;
+    private final long[] layerResults;
     private final DropTarget target;
     private final DropMode mode;
     private final boolean streaming;
@@ -62,6 +65,8 @@ final class StoreDropSession implements DropSession {
         this.store = connector.store();
         this.geo = geo;
         this.objects = geo.objects;
+        this.layerDsts = new MemorySegment[geo.chunks.length];
+        this.layerResults = new long[geo.chunks.length];
         this.view = connector.views() ? connector.store().newView() : null;
         this.target = target;
         this.mode = mode;
@@ -224,12 +229,11 @@ final class StoreDropSession implements DropSession {
         long start = System.nanoTime();
         MemorySegment staging = connector.staging().acquire(geo.layerStagingBytes);
         try {
-            String[] keys = new String[chunks];
-            MemorySegment[] dsts = new MemorySegment[chunks];
-            long[] results = new long[chunks];
+            String[] keys = geo.layerKeys[layer];
+            MemorySegment[] dsts = layerDsts;
+            long[] results = layerResults;
             long bytes = 0;
             for (int c = 0; c < chunks; c++) {
-                keys[c] = geo.layerKeys[layer][c];
                 dsts[c] = staging.asSlice(geo.layerOffsets[c], geo.layerObjectBytes[c]);
             }
             store.getIntoBatch(keys, dsts, chunks, results);
@@ -314,11 +318,10 @@ final class StoreDropSession implements DropSession {
         MemorySegment deviceLayer = sink.acquireLayer();
         MemorySegment headers = null;
         try {
-            String[] keys = new String[chunks];
-            MemorySegment[] dsts = new MemorySegment[chunks];
-            long[] results = new long[chunks];
+            String[] keys = geo.layerKeys[layer];
+            MemorySegment[] dsts = layerDsts;
+            long[] results = layerResults;
             for (int c = 0; c < chunks; c++) {
-                keys[c] = objects.layerKey(c, layer);
                 dsts[c] = deviceLayer.asSlice(geo.layerOffsets[c], geo.layerObjectBytes[c]);
             }
             store.getIntoBatch(keys, dsts, chunks, results);
