@@ -138,7 +138,8 @@ public class ConnectorBenchmark {
             if (timedOps > 0) {
                 long layers = KVLayout.preset(model).numLayers();
                 System.out.printf(Locale.ROOT, "%ntimed-section allocation: %s %s source=%s %s tokens=%d: %d B/request,"
-                                + " %d B/layer over %d requests%n", getClass().getSimpleName(), store, source, model,
+                                + " %d B/layer over %d requests%n", this instanceof Inserting ? "insert" : "dropSelect",
+                        store, source, model,
                         tokens, timedAllocatedBytes / timedOps, timedAllocatedBytes / timedOps / layers, timedOps);
             }
             try {

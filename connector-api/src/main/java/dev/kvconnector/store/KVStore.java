@@ -11,6 +11,12 @@ import java.util.Set;
  * <p>Implementations are thread-safe. Values are copied out of the caller's segment during {@link #put} and into
  * the caller's segment during {@link #getInto}; the store keeps no reference to either. Misses are results, not
  * exceptions; failures throw {@link KVException}.
+ *
+ * <p>Zero-copy, where the store declares it: with {@link StoreCapability#CLAIM} a writer fills the store's own memory
+ * through {@link #tryClaim} and publishes it with {@link StoreClaim#commit()}; with {@link StoreCapability#VIEW} a
+ * reader reads the stored bytes in place through {@link #tryView} until {@link StoreView#release()}. Callers choose
+ * these paths by {@link #capabilities()}, never by the store's class, and fall back to {@link #put} and
+ * {@link #getInto} otherwise.
  */
 public interface KVStore extends AutoCloseable {
 
