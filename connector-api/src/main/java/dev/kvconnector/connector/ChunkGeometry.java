@@ -1,5 +1,6 @@
 package dev.kvconnector.connector;
 
+import dev.kvconnector.codec.ObjectPlan;
 import dev.kvconnector.codec.RawTensorFormat;
 import dev.kvconnector.key.ChunkKeys;
 import dev.kvconnector.key.KeyPlan;
@@ -8,38 +9,53 @@ import dev.kvconnector.tensor.DType;
 import dev.kvconnector.tensor.TensorSpec;
 
 /**
- * Sizes and offsets of one request's objects, computed once per request: per chunk, the layer object's spec
- * {@code [tensors, chunkTokens, kvHeads, headSize]} and its place in a staging segment that holds every chunk
- * of one layer back to back.
+ * Sizes and offsets of one request's layer objects in a staging segment, computed once per request from the
+ * codec's {@link ObjectPlan}: a layer's staging holds every chunk's object of that layer back to back, each on a
+ * 64-byte boundary. Every size and offset is in bytes. Immutable.
  */
-final class ChunkGeometry {
+public final class ChunkGeometry {
     /** Manifest payload: int64 start token, end token, layer count, flags. */
     static final TensorSpec MANIFEST_SPEC = TensorSpec.of(DType.INT64, 4);
     static final long MANIFEST_BYTES = RawTensorFormat.encodedSize(MANIFEST_SPEC);
     static final long FLAG_HIDDEN = 1;
 
+    final ObjectPlan objects;
     final KeyPlan plan;
     final ChunkKeys[] chunks;
-    final TensorSpec[] layerSpecs;
     final long[] layerOffsets;
+    final long[] layerObjectBytes;
     final long layerStagingBytes;
+    /** Bytes of one layer's objects of every chunk, without alignment gaps. */
+    final long layerBytes;
+    /** {@code layerKeys[layer][chunk]}: the keys of each layer's objects, planned once per request. */
+    final String[][] layerKeys;
     final long tokenBytes;
     final int tensors;
 
-    ChunkGeometry(KeyPlan plan, KVLayout layout) {
-        this.plan = plan;
+    ChunkGeometry(ObjectPlan objects, KVLayout layout) {
+        this.objects = objects;
+        this.plan = objects.keys();
         this.chunks = plan.chunks().toArray(new ChunkKeys[0]);
         this.tokenBytes = layout.bytesPerTokenPerTensor();
         this.tensors = layout.tensorsPerLayer();
-        this.layerSpecs = new TensorSpec[chunks.length];
         this.layerOffsets = new long[chunks.length];
+        this.layerObjectBytes = new long[chunks.length];
         long off = 0;
+        long bytes = 0;
         for (int c = 0; c < chunks.length; c++) {
-            layerSpecs[c] = TensorSpec.of(layout.dtype(), tensors, chunks[c].tokens(), layout.kvHeads(), layout.headSize());
             layerOffsets[c] = off;
-            off += align(RawTensorFormat.encodedSize(layerSpecs[c]));
+            layerObjectBytes[c] = objects.layerObjectBytes(c, 0);
+            off += align(layerObjectBytes[c]);
+            bytes += layerObjectBytes[c];
         }
         this.layerStagingBytes = off;
+        this.layerBytes = bytes;
+        this.layerKeys = new String[layout.numLayers()][chunks.length];
+        for (int l = 0; l < layerKeys.length; l++) {
+            for (int c = 0; c < chunks.length; c++) {
+                layerKeys[l][c] = objects.layerKey(c, l);
+            }
+        }
     }
 
     /** Objects start on 64-byte boundaries in staging, so copies stay cache-line aligned. */
@@ -47,12 +63,58 @@ final class ChunkGeometry {
         return (n + 63) & ~63L;
     }
 
-    long layerObjectBytes(int chunk) {
-        return RawTensorFormat.encodedSize(layerSpecs[chunk]);
+    /** The codec's plan of the request's objects. */
+    public ObjectPlan objects() {
+        return objects;
     }
 
-    /** Byte offset of tensor {@code t} of chunk {@code c} inside the chunk's object payload. */
-    long tensorPayloadOffset(int c, int t) {
-        return RawTensorFormat.HEADER_BYTES + (long) t * chunks[c].tokens() * tokenBytes;
+    /** Chunks of the request. */
+    public int chunkCount() {
+        return chunks.length;
+    }
+
+    /** First token of chunk {@code c}. */
+    public int startToken(int c) {
+        return chunks[c].startToken();
+    }
+
+    /** Tokens of chunk {@code c}. */
+    public int tokens(int c) {
+        return chunks[c].tokens();
+    }
+
+    /** Tokens of the request covered by its chunks. */
+    public int totalTokens() {
+        return plan.totalTokens();
+    }
+
+    /** Tensors per layer: 2 (K and V) or 1 (the MLA latent). */
+    public int tensors() {
+        return tensors;
+    }
+
+    /** Bytes of a staging segment that holds one layer's objects of every chunk. */
+    public long layerStagingBytes() {
+        return layerStagingBytes;
+    }
+
+    /** Offset of chunk {@code c}'s layer object in a layer's staging. */
+    public long layerOffset(int c) {
+        return layerOffsets[c];
+    }
+
+    /** Size of chunk {@code c}'s layer object. */
+    public long layerObjectBytes(int c) {
+        return layerObjectBytes[c];
+    }
+
+    /** Bytes of the first {@code chunks} chunks' objects in a layer's staging, alignment gaps included. */
+    public long objectsBytes(int chunks) {
+        return layerOffsets[chunks - 1] + layerObjectBytes[chunks - 1];
+    }
+
+    /** Byte offset of tensor {@code t} of chunk {@code c} inside the chunk's layer object. */
+    public long tensorPayloadOffset(int c, int t) {
+        return objects.placement(c, 0, t).offset();
     }
 }

@@ -116,9 +116,14 @@ public final class VllmV0Transfer implements AutoCloseable {
     /** Reads a request's KV into {@code target} (all-or-nothing) and its hidden states into the target's hidden tensor. */
     public DropResult dropSelect(RequestTokens request, DropTarget target) {
         int tokens = request.totalTokens();
-        target.validate(layout, tokens);
+        if (!(target.layers() instanceof HostLayerSink sink)) {
+            throw KVException.of(ErrorCode.UNSUPPORTED, "vLLM V0 objects are read into host memory; "
+                    + target.layers().getClass().getSimpleName() + " is not a host sink").store(store.uri())
+                    .operation("dropSelect").hint("drop-select into a host paged cache or contiguous tensors").build();
+        }
+        sink.check(layout, tokens, "dropSelect", store.uri());
         ChunkKeys k = keysOf(request);
-        DropResult r = load(k, tokens, target);
+        DropResult r = load(k, tokens, target, sink);
         metrics.recordResult(r);
         if (r.isHit() && mode == DropMode.CONSUME) {
             store.removeConsumed(new String[] {k.hiddenKey(), k.layerKeys()[0]}, 2);
@@ -126,7 +131,7 @@ public final class VllmV0Transfer implements AutoCloseable {
         return r;
     }
 
-    private DropResult load(ChunkKeys k, int tokens, DropTarget target) {
+    private DropResult load(ChunkKeys k, int tokens, DropTarget target, HostLayerSink sink) {
         long hiddenSize = store.size(k.hiddenKey());
         if (hiddenSize < 0) {
             return DropResult.miss(tokens, MissReason.ABSENT, "no hidden states under " + k.hiddenKey());
@@ -157,8 +162,7 @@ public final class VllmV0Transfer implements AutoCloseable {
             long planeBytes = (long) tokens * layout.bytesPerTokenPerTensor();
             for (int l = 0; l < layout.numLayers(); l++) {
                 for (int t = 0; t < layout.tensorsPerLayer(); t++) {
-                    target.write(l, t, data, ((long) t * layout.numLayers() + l) * planeBytes, 0, tokens,
-                            layout.bytesPerTokenPerTensor());
+                    sink.scatter(l, t, data, ((long) t * layout.numLayers() + l) * planeBytes, 0, tokens);
                 }
             }
             if (target.hidden() != null) {

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.kvconnector.cuda.CudaDriver;
 import dev.kvconnector.cuda.CudaRuntime;
+import dev.kvconnector.cuda.DeviceLayers;
 import dev.kvconnector.cuda.DevicePagedKVCache;
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
@@ -43,7 +44,7 @@ class DeviceCacheWithoutCudaTest {
              KVStoreConnector connector = KVStoreConnector.builder(store, LAYOUT).build();
              PagedKVCache host = PagedKVCache.allocate(LAYOUT, 8)) {
             try (InsertSession insert = connector.beginInsert(request)) {
-                KVException e = assertThrows(KVException.class, () -> insert.putLayer(0, device, slots));
+                KVException e = assertThrows(KVException.class, () -> insert.putLayer(0, DeviceLayers.of(device, slots)));
                 assertEquals(ErrorCode.UNSUPPORTED_MEMORY, e.code());
                 assertTrue(e.getMessage().contains("device tensors on cuda:0 cannot be moved")
                         && e.getMessage().contains("no CUDA driver library (libcuda) found")
@@ -52,7 +53,7 @@ class DeviceCacheWithoutCudaTest {
             }
             assertEquals(0, store.count(), "nothing stored for the failed insert");
             KVException drop = assertThrows(KVException.class,
-                    () -> connector.dropSelect(request, DropTarget.device(device, slots)));
+                    () -> connector.dropSelect(request, DropTarget.of(DeviceLayers.of(device, slots))));
             assertEquals(ErrorCode.UNSUPPORTED_MEMORY, drop.code());
             try (InsertSession insert = connector.beginInsert(request)) {
                 for (int l = 0; l < LAYOUT.numLayers(); l++) {

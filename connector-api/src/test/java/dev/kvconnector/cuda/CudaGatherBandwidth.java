@@ -128,11 +128,11 @@ public final class CudaGatherBandwidth {
                 RequestTokens request = RequestTokens.of(ids);
                 long t0 = System.nanoTime();
                 try (InsertSession insert = connector.beginInsert(request)) {
-                    insert.putLayers(cache, slots);
+                    insert.putLayers(DeviceLayers.of(cache, slots));
                     insert.commit();
                 }
                 long t1 = System.nanoTime();
-                DropResult r = connector.dropSelect(request, DropTarget.device(cache, slots));
+                DropResult r = connector.dropSelect(request, DropTarget.of(DeviceLayers.of(cache, slots)));
                 long t2 = System.nanoTime();
                 if (!r.isComplete()) {
                     throw new IllegalStateException("drop-select missed: " + r);

@@ -13,6 +13,7 @@ import dev.kvconnector.connector.KVStoreConnector;
 import dev.kvconnector.cuda.CudaContext;
 import dev.kvconnector.cuda.CudaDriver;
 import dev.kvconnector.cuda.CudaRuntime;
+import dev.kvconnector.cuda.DeviceLayers;
 import dev.kvconnector.cuda.DevicePagedKVCache;
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
@@ -140,10 +141,10 @@ public abstract class DeviceConnectorContract {
             }
             try (InsertSession insert = devicePath.beginInsert(request)) {
                 if (mode.equals("all layers")) {
-                    insert.putLayers(device, slots);
+                    insert.putLayers(DeviceLayers.of(device, slots));
                 } else {
                     for (int l = 0; l < layout.numLayers(); l++) {
-                        insert.putLayer(l, device, slots);
+                        insert.putLayer(l, DeviceLayers.of(device, slots));
                     }
                 }
                 insert.commit();
@@ -180,7 +181,7 @@ public abstract class DeviceConnectorContract {
             assertTrue(connector.dropSelect(request, DropTarget.paged(hostTarget, decodeSlots), DropMode.RETAIN)
                     .isComplete());
             DevicePagedKVCache deviceTarget = upload(zeros);
-            DropResult r = connector.dropSelect(request, DropTarget.device(deviceTarget, decodeSlots));
+            DropResult r = connector.dropSelect(request, DropTarget.of(DeviceLayers.of(deviceTarget, decodeSlots)));
             assertEquals(DropResult.hit(TOKENS, TOKENS), r);
             assertSameCache(arena, hostTarget, deviceTarget);
         }
@@ -206,10 +207,10 @@ public abstract class DeviceConnectorContract {
             }
             DevicePagedKVCache deviceSource = upload(source);
             DevicePagedKVCache deviceTarget = upload(zeros);
-            try (DropSession drop = consumer.beginDropSelect(request, DropTarget.device(deviceTarget, decodeSlots));
+            try (DropSession drop = consumer.beginDropSelect(request, DropTarget.of(DeviceLayers.of(deviceTarget, decodeSlots)));
                  InsertSession insert = producer.beginInsert(request)) {
                 for (int l = 0; l < MHA.numLayers(); l++) {
-                    insert.putLayer(l, deviceSource, prefillSlots);
+                    insert.putLayer(l, DeviceLayers.of(deviceSource, prefillSlots));
                 }
                 insert.commit();
                 for (int l = 0; l < MHA.numLayers(); l++) {
@@ -242,12 +243,12 @@ public abstract class DeviceConnectorContract {
             DevicePagedKVCache target = upload(zeros);
             long[] before = {copied(0), copied(1)};
             try (InsertSession insert = connector.beginInsert(request)) {
-                insert.putLayers(device, blockTable(MHA, 8));
+                insert.putLayers(DeviceLayers.of(device, blockTable(MHA, 8)));
                 insert.commit();
             }
             long[] insert = {copied(0) - before[0], copied(1) - before[1]};
             before = new long[] {copied(0), copied(1)};
-            assertTrue(connector.dropSelect(request, DropTarget.device(target, blockTable(MHA, 9))).isComplete());
+            assertTrue(connector.dropSelect(request, DropTarget.of(DeviceLayers.of(target, blockTable(MHA, 9)))).isComplete());
             long[] drop = {copied(0) - before[0], copied(1) - before[1]};
             long slotMapping = TOKENS * 8L;
             if (direct) {
@@ -272,7 +273,7 @@ public abstract class DeviceConnectorContract {
             RequestTokens request = request();
             try (InsertSession insert = connector.beginInsert(request)) {
                 KVException e = assertThrows(KVException.class,
-                        () -> insert.putLayer(0, device, new BlockTable(blocks, MHA.blockSize(), TOKENS)));
+                        () -> insert.putLayer(0, DeviceLayers.of(device, new BlockTable(blocks, MHA.blockSize(), TOKENS))));
                 assertEquals(ErrorCode.INVALID_ARGUMENT, e.code());
                 assertTrue(e.getMessage().contains("token 32 maps to slot " + (NUM_BLOCKS + 3) * 16L)
                         && e.getMessage().contains("outside the device cache's " + NUM_BLOCKS * 16L + " slots"),
@@ -289,14 +290,14 @@ public abstract class DeviceConnectorContract {
             DevicePagedKVCache device = upload(source);
             RequestTokens request = request();
             try (InsertSession insert = connector.beginInsert(request)) {
-                insert.putLayer(0, device, blockTable(MHA, 6));
+                insert.putLayer(0, DeviceLayers.of(device, blockTable(MHA, 6)));
                 long[][] same = new long[MHA.numLayers()][];
                 for (int l = 0; l < same.length; l++) {
                     same[l] = new long[] {device.address(l, 0), device.address(l, 1)};
                 }
                 DevicePagedKVCache other = DevicePagedKVCache.wrap(MHA, NUM_BLOCKS, 1, same);
                 KVException e = assertThrows(KVException.class,
-                        () -> insert.putLayer(1, other, blockTable(MHA, 6)));
+                        () -> insert.putLayer(1, DeviceLayers.of(other, blockTable(MHA, 6))));
                 assertEquals(ErrorCode.INVALID_ARGUMENT, e.code());
                 assertTrue(e.getMessage().contains("cuda:1") && e.getMessage().contains("cuda:0"), e.getMessage());
             }

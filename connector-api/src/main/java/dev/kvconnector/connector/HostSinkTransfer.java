@@ -1,0 +1,42 @@
+package dev.kvconnector.connector;
+
+import java.lang.foreign.MemorySegment;
+import java.util.zip.CRC32C;
+
+/** The {@link SinkTransfer} of a {@link HostLayerSink}: each chunk's tensors are scattered from host staging. */
+final class HostSinkTransfer implements SinkTransfer {
+    private final HostLayerSink sink;
+    private final ChunkGeometry geo;
+
+    HostSinkTransfer(HostLayerSink sink, ChunkGeometry geo) {
+        this.sink = sink;
+        this.geo = geo;
+    }
+
+    @Override
+    public void fromHost(int layer, MemorySegment staging, int chunks) {
+        for (int c = 0; c < chunks; c++) {
+            for (int t = 0; t < geo.tensors; t++) {
+                sink.scatter(layer, t, staging, geo.layerOffsets[c] + geo.tensorPayloadOffset(c, t),
+                        geo.chunks[c].startToken(), geo.chunks[c].endToken());
+            }
+        }
+    }
+
+    @Override
+    public boolean takesObjects() {
+        return true;
+    }
+
+    @Override
+    public void fromObject(int layer, int chunk, MemorySegment object, CRC32C crc) {
+        for (int t = 0; t < geo.tensors; t++) {
+            sink.scatter(layer, t, object, geo.tensorPayloadOffset(chunk, t), geo.chunks[chunk].startToken(),
+                    geo.chunks[chunk].endToken(), crc);
+        }
+    }
+
+    @Override
+    public void close() {
+    }
+}

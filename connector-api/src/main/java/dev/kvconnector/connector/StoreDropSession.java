@@ -1,0 +1,529 @@
+package dev.kvconnector.connector;
+
+import dev.kvconnector.codec.ObjectPlan;
+import dev.kvconnector.codec.RawTensorFormat;
+import dev.kvconnector.error.ErrorCode;
+import dev.kvconnector.error.KVException;
+import dev.kvconnector.key.ChunkKeys;
+import dev.kvconnector.store.GetResult;
+import dev.kvconnector.store.KVStore;
+import dev.kvconnector.store.StoreView;
+import dev.kvconnector.tensor.DType;
+import dev.kvconnector.tensor.Tensor;
+import dev.kvconnector.tensor.TensorSpec;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.zip.CRC32C;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The {@link DropSession} of a {@link StoreConnector}. Whole-request, it reads the manifests first and loads the
+ * committed prefix; layer-wise, it polls for each layer's objects (backing off from 10 us to 1 ms) until the
+ * connector's layer timeout, and checks the manifests last. Every object is validated by the codec before the
+ * sink sees it; a bad or absent one is a miss with its reason.
+ *
+ * <p>Over 400 lines because its three read paths (staged, in place from a store view, straight into a sink's device
+ * buffers) share the manifests, the miss reasons and the layer-wise wait; apart, each would repeat them.
+ */
+final class StoreDropSession implements DropSession {
+    private static final Logger LOG = LoggerFactory.getLogger(StoreDropSession.class);
+    private static final long MIN_BACKOFF_NANOS = 10_000;
+    private static final long MAX_BACKOFF_NANOS = 1_000_000;
+
+    private final StoreConnector connector;
+    private final KVStore store;
+    private final ChunkGeometry geo;
+    private final ObjectPlan objects;
+    /** The store's view handle when it reads in place ({@code VIEW}), else null; used by the load's thread only. */
+    private final StoreView view;
+    private final CRC32C crc = new CRC32C();
+    /** Each layer's destinations and results, reused layer after layer by the load's one thread. */
+    private final MemorySegment[] layerDsts;
+    private final long[] layerResults;
+    private final DropTarget target;
+    private final DropMode mode;
+    private final boolean streaming;
+    private final long deadlineNanos;
+    private final int requestedTokens;
+    private final long[] manifestFlags;
+    private final ReentrantLock lock = new ReentrantLock();
+    private final Condition progress = lock.newCondition();
+    private int layersLoaded;
+    private DropResult result;
+    private Throwable failure;
+    private boolean done;
+    /** The sink's transfer while {@link #load()} runs, else null. */
+    private SinkTransfer sink;
+
+    StoreDropSession(StoreConnector connector, ChunkGeometry geo, DropTarget target, DropMode mode, boolean streaming,
+                long timeoutNanos, int requestedTokens) {
+        this.connector = connector;
+        this.store = connector.store();
+        this.geo = geo;
+        this.objects = geo.objects;
+        this.layerDsts = new MemorySegment[geo.chunks.length];
+        this.layerResults = new long[geo.chunks.length];
+        this.view = connector.views() ? connector.store().newView() : null;
+        this.target = target;
+        this.mode = mode;
+        this.streaming = streaming;
+        this.deadlineNanos = System.nanoTime() + timeoutNanos;
+        this.requestedTokens = requestedTokens;
+        this.manifestFlags = new long[geo.chunks.length];
+    }
+
+    /** Runs the load; a failure (not a miss) is kept and rethrown to whoever waits. */
+    void run() {
+        DropResult r = null;
+        Throwable f = null;
+        try {
+            r = load();
+        } catch (Throwable t) {
+            f = t;
+        }
+        lock.lock();
+        try {
+            result = r;
+            failure = f;
+            done = true;
+            progress.signalAll();
+        } finally {
+            lock.unlock();
+        }
+        if (r != null) {
+            connector.metricsRecorder().recordResult(r);
+            if (!r.isHit()) {
+                LOG.debug("drop-select missed on {}: {} ({})", store.uri(), r.reason(), r.detail());
+            }
+        } else if (streaming) {
+            connector.onIoError("layer-wise drop-select (its awaitLayer and result throw it) from", f);
+        }
+    }
+
+    private DropResult load() {
+        try (SinkTransfer s = target.layers().open(connector.resources(), geo, "dropSelect")) {
+            sink = s;
+            return loadLayers();
+        } finally {
+            sink = null;
+        }
+    }
+
+    private DropResult loadLayers() {
+        int chunks = geo.chunks.length;
+        if (chunks == 0) {
+            return DropResult.miss(requestedTokens, MissReason.ABSENT, "the key scheme planned no chunks");
+        }
+        if (!streaming) {
+            DropResult bad = readManifests(chunks, false);
+            if (bad != null) {
+                return bad;
+            }
+            chunks = committedChunks;
+            if (chunks == 0) {
+                return DropResult.miss(requestedTokens, MissReason.ABSENT, "no committed entry for "
+                        + geo.chunks[0].manifestKey());
+            }
+        }
+        for (int layer = 0; layer < connector.layout().numLayers(); layer++) {
+            DropResult miss = readLayer(layer, chunks);
+            if (miss != null) {
+                return miss;
+            }
+            lock.lock();
+            try {
+                layersLoaded = layer + 1;
+                progress.signalAll();
+            } finally {
+                lock.unlock();
+            }
+        }
+        if (streaming) {
+            DropResult bad = readManifests(chunks, true);
+            if (bad != null) {
+                return bad;
+            }
+        }
+        if (target.hidden() != null) {
+            DropResult miss = readHidden(chunks);
+            if (miss != null) {
+                return miss;
+            }
+        }
+        if (mode == DropMode.CONSUME) {
+            consume(chunks);
+        }
+        return DropResult.hit(geo.chunks[chunks - 1].endToken(), requestedTokens);
+    }
+
+    private int committedChunks;
+    /** Time the layer being read spent polling for objects the producer had not stored yet, in ns. */
+    private long waitedNanos;
+
+    /**
+     * Reads the manifests in one batch call and checks them in order; without waiting, stops at the first absent
+     * one (the longest committed prefix); waiting, polls for each absent one until the deadline.
+     */
+    private DropResult readManifests(int chunks, boolean wait) {
+        long slot = ChunkGeometry.align(ChunkGeometry.MANIFEST_BYTES);
+        MemorySegment staging = connector.staging().acquire(chunks * slot);
+        try {
+            String[] keys = new String[chunks];
+            MemorySegment[] dsts = new MemorySegment[chunks];
+            long[] results = new long[chunks];
+            for (int c = 0; c < chunks; c++) {
+                keys[c] = geo.chunks[c].manifestKey();
+                dsts[c] = staging.asSlice(c * slot, ChunkGeometry.MANIFEST_BYTES);
+            }
+            store.getIntoBatch(keys, dsts, chunks, results);
+            int c = 0;
+            for (; c < chunks; c++) {
+                String key = keys[c];
+                MemorySegment m = dsts[c];
+                long r = results[c];
+                if (GetResult.isMiss(r) && wait) {
+                    r = getWaiting(key, m);
+                }
+                if (GetResult.isMiss(r)) {
+                    if (wait) {
+                        return DropResult.miss(requestedTokens, MissReason.TIMED_OUT, "the producer did not commit "
+                                + key + " within " + connector.layerTimeoutMillis() + " ms");
+                    }
+                    break;
+                }
+                if (GetResult.isTooSmall(r)) {
+                    return DropResult.miss(requestedTokens, MissReason.CORRUPT, "manifest " + key + " is "
+                            + GetResult.requiredSize(r) + " bytes, expected " + ChunkGeometry.MANIFEST_BYTES);
+                }
+                int status = RawTensorFormat.validate(m, r, ChunkGeometry.MANIFEST_SPEC,
+                        connector.layout().fingerprint());
+                if (status != RawTensorFormat.OK) {
+                    return manifestMiss(status, key);
+                }
+                long base = RawTensorFormat.HEADER_BYTES;
+                ChunkKeys ck = geo.chunks[c];
+                if (m.get(ValueLayout.JAVA_LONG_UNALIGNED, base) != ck.startToken()
+                        || m.get(ValueLayout.JAVA_LONG_UNALIGNED, base + 8) != ck.endToken()
+                        || m.get(ValueLayout.JAVA_LONG_UNALIGNED, base + 16) != connector.layout().numLayers()) {
+                    return DropResult.miss(requestedTokens, MissReason.LAYOUT_MISMATCH, "manifest " + key
+                            + " describes another chunk or layer count");
+                }
+                manifestFlags[c] = m.get(ValueLayout.JAVA_LONG_UNALIGNED, base + 24);
+            }
+            committedChunks = c;
+            return null;
+        } finally {
+            connector.staging().release(staging);
+        }
+    }
+
+    private DropResult readLayer(int layer, int chunks) {
+        if (sink.direct()) {
+            return readLayerDirect(layer, chunks);
+        }
+        if (view != null && sink.takesObjects() && objects.fusedChecksum()) {
+            return readLayerInPlace(layer, chunks);
+        }
+        long start = System.nanoTime();
+        waitedNanos = 0;
+        MemorySegment staging = connector.staging().acquire(geo.layerStagingBytes);
+        try {
+            String[] keys = geo.layerKeys[layer];
+            MemorySegment[] dsts = layerDsts;
+            long[] results = layerResults;
+            long bytes = 0;
+            for (int c = 0; c < chunks; c++) {
+                dsts[c] = staging.asSlice(geo.layerOffsets[c], geo.layerObjectBytes[c]);
+            }
+            store.getIntoBatch(keys, dsts, chunks, results);
+            for (int c = 0; c < chunks; c++) {
+                long r = results[c];
+                if (GetResult.isMiss(r) && streaming) {
+                    r = getWaiting(keys[c], dsts[c]);
+                }
+                DropResult miss = missOrTooSmall(r, keys[c], dsts[c].byteSize(), "layer " + layer);
+                if (miss == null) {
+                    miss = statusMiss(objects.validate(c, layer, dsts[c], r), keys[c]);
+                }
+                if (miss != null) {
+                    return miss;
+                }
+                bytes += r;
+            }
+            sink.fromHost(layer, staging, chunks);
+            recordLayer(start, bytes);
+            return null;
+        } finally {
+            connector.staging().release(staging);
+        }
+    }
+
+    /**
+     * A layer from a store that reads in place ({@code VIEW}) into a sink that takes objects: each chunk's object is
+     * checked by its header, scattered straight from the store's memory with the CRC fused into the scatter, then
+     * its CRC compared. A mismatch is a {@code CORRUPT} miss (the sink's copy of that chunk counts as not loaded).
+     */
+    private DropResult readLayerInPlace(int layer, int chunks) {
+        long start = System.nanoTime();
+        waitedNanos = 0;
+        String[] keys = geo.layerKeys[layer];
+        long bytes = 0;
+        for (int c = 0; c < chunks; c++) {
+            long r = viewWaiting(keys[c]);
+            try {
+                DropResult miss = missOrTooSmall(r, keys[c], geo.layerObjectBytes[c], "layer " + layer);
+                if (miss != null) {
+                    return miss;
+                }
+                MemorySegment object = view.segment();
+                miss = statusMiss(objects.validateHeader(c, layer, object, r), keys[c]);
+                if (miss != null) {
+                    return miss;
+                }
+                crc.reset();
+                sink.fromObject(layer, c, object, crc);
+                miss = statusMiss(objects.verifyPayloadCrc(c, layer, object, (int) crc.getValue()), keys[c]);
+                if (miss != null) {
+                    return miss;
+                }
+                bytes += r;
+            } finally {
+                view.close();
+            }
+        }
+        recordLayer(start, bytes);
+        return null;
+    }
+
+    /** {@link KVStore#tryView}, polled as {@link #getWaiting} polls when the session streams. */
+    private long viewWaiting(String key) {
+        long backoff = MIN_BACKOFF_NANOS;
+        long first = System.nanoTime();
+        while (true) {
+            long poll = System.nanoTime();
+            long r = store.tryView(key, view);
+            if (!GetResult.isMiss(r) || !streaming || System.nanoTime() - deadlineNanos >= 0) {
+                waitedNanos += poll - first;
+                return r;
+            }
+            LockSupport.parkNanos(backoff);
+            backoff = Math.min(MAX_BACKOFF_NANOS, backoff * 2);
+        }
+    }
+
+    /**
+     * A layer for a direct sink (a device cache with a {@code DEVICE_MEMORY} store): read straight into the sink's
+     * own buffer (GPUDirect), headers copied back to check them (the payload checksum cannot be checked without the
+     * payload on the host), then written into the sink.
+     */
+    private DropResult readLayerDirect(int layer, int chunks) {
+        long start = System.nanoTime();
+        waitedNanos = 0;
+        MemorySegment deviceLayer = sink.acquireLayer();
+        MemorySegment headers = null;
+        try {
+            String[] keys = geo.layerKeys[layer];
+            MemorySegment[] dsts = layerDsts;
+            long[] results = layerResults;
+            for (int c = 0; c < chunks; c++) {
+                dsts[c] = deviceLayer.asSlice(geo.layerOffsets[c], geo.layerObjectBytes[c]);
+            }
+            store.getIntoBatch(keys, dsts, chunks, results);
+            if (streaming) {
+                for (int c = 0; c < chunks; c++) {
+                    if (GetResult.isMiss(results[c])) {
+                        results[c] = getWaiting(keys[c], dsts[c]);
+                    }
+                }
+            }
+            long headerBytes = objects.headerBytes();
+            headers = connector.staging().acquire(chunks * headerBytes);
+            sink.copyHeaders(deviceLayer, headers, chunks);
+            long bytes = 0;
+            for (int c = 0; c < chunks; c++) {
+                MemorySegment header = headers.asSlice(c * headerBytes, headerBytes);
+                DropResult miss = missOrTooSmall(results[c], keys[c], dsts[c].byteSize(), "layer " + layer);
+                if (miss == null) {
+                    miss = statusMiss(objects.validateHeader(c, layer, header, results[c]), keys[c]);
+                }
+                if (miss != null) {
+                    return miss;
+                }
+                bytes += results[c];
+            }
+            sink.fromDirect(layer, deviceLayer, chunks);
+            recordLayer(start, bytes);
+            return null;
+        } finally {
+            if (headers != null) {
+                connector.staging().release(headers);
+            }
+            sink.release(deviceLayer);
+        }
+    }
+
+    private DropResult readHidden(int chunks) {
+        Tensor hidden = target.hidden();
+        TensorSpec hs = hidden.spec();
+        int hiddenSize = connector.layout().hiddenSize();
+        if (hs.rank() != 2 || hs.dim(1) != hiddenSize || hs.dim(0) < geo.chunks[chunks - 1].endToken()) {
+            throw KVException.of(ErrorCode.SHAPE_MISMATCH, "hidden target " + hs + " cannot hold "
+                    + geo.chunks[chunks - 1].endToken() + " x " + hiddenSize).operation("dropSelect").build();
+        }
+        long rowBytes = (long) hiddenSize * hs.dtype().byteWidth();
+        for (int c = 0; c < chunks; c++) {
+            if ((manifestFlags[c] & ChunkGeometry.FLAG_HIDDEN) == 0) {
+                return DropResult.miss(requestedTokens, MissReason.ABSENT, "the producer stored no hidden states for "
+                        + geo.chunks[c].hiddenKey());
+            }
+            DType dtype = hs.dtype();
+            long size = objects.hiddenObjectBytes(c, dtype);
+            MemorySegment staging = connector.staging().acquire(size);
+            try {
+                MemorySegment object = staging.asSlice(0, size);
+                String key = objects.hiddenKey(c);
+                long r = store.getInto(key, object);
+                DropResult miss = missOrTooSmall(r, key, object.byteSize(), "hidden states");
+                if (miss == null) {
+                    miss = statusMiss(objects.validateHidden(c, dtype, object, r), key);
+                }
+                if (miss != null) {
+                    return miss;
+                }
+                MemorySegment.copy(object, objects.hiddenOffset(c), hidden.segment(),
+                        geo.chunks[c].startToken() * rowBytes, geo.chunks[c].tokens() * rowBytes);
+            } finally {
+                connector.staging().release(staging);
+            }
+        }
+        return null;
+    }
+
+    /** The layer's copy time without its wait for the producer, and (layer-wise) the wait apart. */
+    private void recordLayer(long startNanos, long bytes) {
+        connector.metricsRecorder().recordDropLayer(System.nanoTime() - startNanos - waitedNanos, bytes);
+        if (streaming) {
+            connector.metricsRecorder().recordDropWait(waitedNanos);
+        }
+    }
+
+    private DropResult missOrTooSmall(long r, String key, long capacity, String what) {
+        if (GetResult.isMiss(r)) {
+            return DropResult.miss(requestedTokens, streaming ? MissReason.TIMED_OUT : MissReason.ABSENT,
+                    what + " object " + key + (streaming ? " did not arrive within " + connector.layerTimeoutMillis()
+                            + " ms" : " is gone (evicted or removed) although its manifest exists"));
+        }
+        if (GetResult.isTooSmall(r)) {
+            return DropResult.miss(requestedTokens, MissReason.LAYOUT_MISMATCH, what + " object " + key + " is "
+                    + GetResult.requiredSize(r) + " bytes, the layout expects " + capacity);
+        }
+        return null;
+    }
+
+    /** The miss for a codec status, or null when it is {@link ObjectPlan#OK}. */
+    private DropResult statusMiss(int status, String key) {
+        if (status == ObjectPlan.OK) {
+            return null;
+        }
+        return DropResult.miss(requestedTokens, objects.isLayoutMismatch(status) ? MissReason.LAYOUT_MISMATCH
+                : MissReason.CORRUPT, "object " + key + ": " + objects.describe(status));
+    }
+
+    private DropResult manifestMiss(int status, String key) {
+        return DropResult.miss(requestedTokens, RawTensorFormat.isLayoutMismatch(status) ? MissReason.LAYOUT_MISMATCH
+                : MissReason.CORRUPT, "object " + key + ": " + RawTensorFormat.describe(status));
+    }
+
+    /**
+     * Polls until the key appears or the deadline passes, backing off from 10 us to 1 ms; adds the time until the
+     * last poll began to {@link #waitedNanos}.
+     */
+    private long getWaiting(String key, MemorySegment dst) {
+        long backoff = MIN_BACKOFF_NANOS;
+        long first = System.nanoTime();
+        while (true) {
+            long poll = System.nanoTime();
+            long r = store.getInto(key, dst);
+            if (!GetResult.isMiss(r) || System.nanoTime() - deadlineNanos >= 0) {
+                // The last get is the copy itself; the polls and sleeps before it were the wait.
+                waitedNanos += poll - first;
+                return r;
+            }
+            LockSupport.parkNanos(backoff);
+            backoff = Math.min(MAX_BACKOFF_NANOS, backoff * 2);
+        }
+    }
+
+    private void consume(int chunks) {
+        int layers = connector.layout().numLayers();
+        String[] keys = new String[chunks * (layers + 2)];
+        int k = 0;
+        for (int c = 0; c < chunks; c++) {
+            keys[k++] = geo.chunks[c].manifestKey();
+        }
+        for (int c = 0; c < chunks; c++) {
+            keys[k++] = geo.chunks[c].hiddenKey();
+            for (int l = 0; l < layers; l++) {
+                keys[k++] = objects.layerKey(c, l);
+            }
+        }
+        connector.removeOrKeep(keys, k, "drop-select", true);
+    }
+
+    @Override
+    public boolean awaitLayer(int layer) {
+        lock.lock();
+        try {
+            while (layersLoaded <= layer && !done) {
+                progress.awaitUninterruptibly();
+            }
+            if (layersLoaded > layer) {
+                return true;
+            }
+            rethrowFailure();
+            return false;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    @Override
+    public DropResult result() {
+        lock.lock();
+        try {
+            while (!done) {
+                progress.awaitUninterruptibly();
+            }
+            rethrowFailure();
+            return result;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private void rethrowFailure() {
+        if (failure instanceof KVException ke) {
+            throw ke;
+        }
+        if (failure != null) {
+            throw KVException.of(ErrorCode.INTERNAL, "drop-select failed: " + failure).store(store.uri())
+                    .operation("dropSelect").cause(failure).build();
+        }
+    }
+
+    @Override
+    public void close() {
+        lock.lock();
+        try {
+            while (!done) {
+                progress.awaitUninterruptibly();
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+}
