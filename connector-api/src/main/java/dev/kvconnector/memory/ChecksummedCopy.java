@@ -8,14 +8,13 @@ import java.util.zip.CRC32C;
  * and updates the caller's {@link CRC32C} over each chunk right after its copy, while the chunk is still in the CPU
  * cache, instead of a second pass over the whole value from memory.
  *
- * <p>Measured on the project's 2-vCPU VM (JMH {@code CrcFusionBenchmark}, 4 MiB, load 2.7-6.4, so ratios only): a
- * separate CRC32C pass costs 0.41-0.45x a {@code MemorySegment.copy} of the same bytes; fused into a 16-token-block
- * gather it costs 0.9-1.1x the gather alone, where gather-then-CRC costs 1.6x. The JDK's CRC32C is the intrinsic
- * (SSE4.2 / ARMv8 CRC) path when updated from a {@code ByteBuffer} over native memory, which is what this uses.
+ * <p>The JDK's CRC32C is the intrinsic (SSE4.2 / ARMv8 CRC) path when updated from a {@code ByteBuffer} over native
+ * memory, which is what this uses. Measurements: {@code benchmarks/results/REPORT.md}, "Connector core: before and
+ * after".
  *
- * <p>Allocation: each chunk's {@code asSlice(..).asByteBuffer()} is scalar-replaced once C2 has compiled the loop
- * (JMH {@code -prof gc} shows under 25 B per 4 MiB operation with 128 chunks, the harness's own noise; the unit test
- * checks 0 B per call after warm-up). The CRC object is the caller's, reset and reused per value.
+ * <p>Allocation: each chunk's {@code asSlice(..).asByteBuffer()} is scalar-replaced once C2 has compiled the loop, so
+ * a compiled call allocates nothing (the unit test checks 0 B per call after warm-up). The CRC object is the
+ * caller's, reset and reused per value.
  */
 public final class ChecksummedCopy {
     /** Bytes copied, then checksummed, per step: small enough to stay in L2 between the copy and the CRC. */
