@@ -1,6 +1,7 @@
 package dev.kvconnector.memory;
 
 import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
 import java.util.zip.CRC32C;
 
 /**
@@ -8,14 +9,15 @@ import java.util.zip.CRC32C;
  * and updates the caller's {@link CRC32C} over each chunk right after its copy, while the chunk is still in the CPU
  * cache, instead of a second pass over the whole value from memory.
  *
- * <p>Measured on the project's 2-vCPU VM (JMH {@code CrcFusionBenchmark}, 4 MiB, load 2.7-6.4, so ratios only): a
- * separate CRC32C pass costs 0.41-0.45x a {@code MemorySegment.copy} of the same bytes; fused into a 16-token-block
- * gather it costs 0.9-1.1x the gather alone, where gather-then-CRC costs 1.6x. The JDK's CRC32C is the intrinsic
- * (SSE4.2 / ARMv8 CRC) path when updated from a {@code ByteBuffer} over native memory, which is what this uses.
+ * <p>The JDK's CRC32C is the intrinsic (SSE4.2 / ARMv8 CRC) path when updated from a {@code ByteBuffer} over native
+ * memory, which is what this uses. Measurements: {@code benchmarks/results/REPORT.md}, "Connector core: before and
+ * after".
  *
- * <p>Allocation: each chunk's {@code asSlice(..).asByteBuffer()} is scalar-replaced once C2 has compiled the loop
- * (JMH {@code -prof gc} shows under 25 B per 4 MiB operation with 128 chunks, the harness's own noise; the unit test
- * checks 0 B per call after warm-up). The CRC object is the caller's, reset and reused per value.
+ * <p>Allocation: the CRC reads through one {@code ByteBuffer} per call (or per region, with the view form), moved by
+ * position and limit; C2 scalar-replaces that buffer where the call is inlined, and otherwise it is one small object
+ * per call, never one per chunk. A {@code asSlice(..).asByteBuffer()} per chunk was measured at about 110 B per
+ * 32 KiB block in a scatter that C2 did not inline ({@code ClaimPathBenchmark}). The CRC object is the caller's,
+ * reset and reused per value.
  */
 public final class ChecksummedCopy {
     /** Bytes copied, then checksummed, per step: small enough to stay in L2 between the copy and the CRC. */
@@ -36,10 +38,38 @@ public final class ChecksummedCopy {
                             CRC32C crc) {
         java.util.Objects.checkFromIndexSize(srcOffset, bytes, src.byteSize());
         java.util.Objects.checkFromIndexSize(dstOffset, bytes, dst.byteSize());
+        if (bytes <= MAX_VIEW_BYTES) {
+            copy(src, srcOffset, dst, dstOffset, bytes, crc, dst.asSlice(dstOffset, bytes).asByteBuffer(), 0);
+            return;
+        }
+        for (long done = 0; done < bytes; done += MAX_VIEW_BYTES) {
+            long n = Math.min(MAX_VIEW_BYTES, bytes - done);
+            copy(src, srcOffset + done, dst, dstOffset + done, n, crc, dst.asSlice(dstOffset + done, n).asByteBuffer(),
+                    0);
+        }
+    }
+
+    /**
+     * {@link #copy(MemorySegment, long, MemorySegment, long, long, CRC32C)} for a caller that copies many ranges of
+     * one region (the runs of a paged gather or scatter): the CRC reads the copied bytes through {@code view}, a
+     * {@code ByteBuffer} over that region made once, at {@code viewOffset} onwards, moving only its position and
+     * limit, so no object is made per chunk whatever the JIT inlines.
+     *
+     * @param view a buffer over the bytes being copied, on the {@code src} or the {@code dst} side
+     * @param viewOffset the index in {@code view} of the range's first byte
+     * @throws IndexOutOfBoundsException when a range lies outside its segment or the view
+     */
+    public static void copy(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long bytes,
+                            CRC32C crc, ByteBuffer view, int viewOffset) {
+        java.util.Objects.checkFromIndexSize(srcOffset, bytes, src.byteSize());
+        java.util.Objects.checkFromIndexSize(dstOffset, bytes, dst.byteSize());
+        java.util.Objects.checkFromIndexSize(viewOffset, bytes, view.capacity());
         for (long done = 0; done < bytes; done += CHUNK_BYTES) {
-            long n = Math.min(CHUNK_BYTES, bytes - done);
+            int n = (int) Math.min(CHUNK_BYTES, bytes - done);
             MemorySegment.copy(src, srcOffset + done, dst, dstOffset + done, n);
-            crc.update(dst.asSlice(dstOffset + done, n).asByteBuffer());
+            int at = viewOffset + (int) done;
+            view.limit(at + n).position(at);
+            crc.update(view);
         }
     }
 

@@ -6,6 +6,7 @@ import dev.kvconnector.layout.KVLayout;
 import dev.kvconnector.memory.ChecksummedCopy;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.zip.CRC32C;
 
@@ -20,7 +21,8 @@ import java.util.zip.CRC32C;
  * <p>The forms that take a {@link CRC32C} fuse the integrity check into the copy: each run is copied in chunks of
  * at most {@link ChecksummedCopy#CHUNK_BYTES} and the CRC is updated over each chunk while it is still in cache, in
  * token order, so that after gathering every tensor of a layer into a payload, in payload order, the CRC equals the
- * CRC32C of the payload: no second pass. They allocate nothing once compiled.
+ * CRC32C of the payload: no second pass. Each call reads the CRC through one {@code ByteBuffer} over its contiguous
+ * range (about 100 B where C2 does not scalar-replace it), never one per run or chunk.
  */
 public final class PagedKVCache implements AutoCloseable {
     private static final AtomicLong LIVE_OWNED = new AtomicLong();
@@ -151,6 +153,8 @@ public final class PagedKVCache implements AutoCloseable {
                     .build();
         }
         MemorySegment paged = tensors[layer][tensor];
+        ByteBuffer view = crc != null && need <= Integer.MAX_VALUE
+                ? flat.asSlice(flatOffset, need).asByteBuffer() : null;
         int t = from;
         while (t < to) {
             long first = checkedSlot(slots, t);
@@ -162,7 +166,11 @@ public final class PagedKVCache implements AutoCloseable {
             long pagedOff = first * tokenBytes;
             long flatOff = flatOffset + (long) (t - from) * tokenBytes;
             long bytes = run * tokenBytes;
-            if (crc != null && gather) {
+            if (view != null && gather) {
+                ChecksummedCopy.copy(paged, pagedOff, flat, flatOff, bytes, crc, view, (int) (flatOff - flatOffset));
+            } else if (view != null) {
+                ChecksummedCopy.copy(flat, flatOff, paged, pagedOff, bytes, crc, view, (int) (flatOff - flatOffset));
+            } else if (crc != null && gather) {
                 ChecksummedCopy.copy(paged, pagedOff, flat, flatOff, bytes, crc);
             } else if (crc != null) {
                 ChecksummedCopy.copy(flat, flatOff, paged, pagedOff, bytes, crc);

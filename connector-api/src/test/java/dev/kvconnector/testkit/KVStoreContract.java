@@ -297,6 +297,17 @@ public abstract class KVStoreContract {
     }
 
     @Test
+    void immutablePutOfTheSameValueIsStoredWhetherOrNotTheStoreExploitsIt() {
+        MemorySegment v = Segments.random(arena, 3000, 30);
+        PutOptions immutable = PutOptions.DEFAULT.withImmutable(true);
+        assertTrue(store.put(key("imm"), v, immutable));
+        assertTrue(store.put(key("imm"), v, immutable), "a repeated immutable put of the same value must be stored");
+        MemorySegment dst = arena.allocate(3000);
+        assertEquals(3000, store.getInto(key("imm"), dst));
+        assertTrue(Segments.equal(v, dst, 3000));
+    }
+
+    @Test
     void claimIsInvisibleUntilCommitThenReadsBackExactly() {
         assumeTrue(declares(StoreCapability.CLAIM), "the store does not declare CLAIM");
         MemorySegment v = Segments.random(arena, 100_000, 31);

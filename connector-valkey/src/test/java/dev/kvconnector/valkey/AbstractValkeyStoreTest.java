@@ -80,9 +80,9 @@ abstract class AbstractValkeyStoreTest {
     }
 
     @Test
-    void declaresTtlBatchAndSharing() {
+    void declaresTtlBatchSharingAndRemove() {
         assertEquals(java.util.Set.of(StoreCapability.NATIVE_TTL, StoreCapability.BATCH,
-                StoreCapability.SHARED_ACROSS_PROCESSES), store.capabilities());
+                StoreCapability.SHARED_ACROSS_PROCESSES, StoreCapability.REMOVE), store.capabilities());
     }
 
     @ParameterizedTest

@@ -24,9 +24,12 @@ import java.util.stream.Collectors;
  *     [--load-before "0.52 0.61 0.70"] [--load-after "..."] [--merge-to DIR/jmh-quick.json] result.json...
  * </pre>
  * With {@code --merge-to}, the inputs are also written there as one JMH JSON array, so a run made of several JMH
- * invocations leaves one results file.
+ * invocations leaves one results file. A section headed {@link #KEPT_SECTION} in the {@code REPORT.md} being
+ * replaced is kept, at the end.
  */
 public final class ReportMain {
+    /** The heading of the section that {@link #main} carries over from the report it replaces. */
+    static final String KEPT_SECTION = "## Connector core: before and after";
 
     /**
      * The machine the run was made on.
@@ -74,12 +77,28 @@ public final class ReportMain {
                 opts.getOrDefault("load-before", loadAverage()), opts.getOrDefault("load-after", loadAverage()));
         String mode = opts.getOrDefault("mode", "?");
         List<LatencyTable.Row> rows = LatencyTable.build(results);
-        Files.writeString(out.resolve("REPORT.md"), markdown(rows, results, machine, mode,
-                Instant.now().truncatedTo(ChronoUnit.SECONDS).toString()));
+        Path report = out.resolve("REPORT.md");
+        String kept = Files.exists(report) ? keptSection(Files.readString(report)) : "";
+        Files.writeString(report, markdown(rows, results, machine, mode,
+                Instant.now().truncatedTo(ChronoUnit.SECONDS).toString()) + kept);
         Files.writeString(out.resolve("latency.svg"), LatencyChart.render(rows,
                 "Median per-layer latency (" + mode + " run; log axes)"));
         System.out.println("wrote " + out.resolve("REPORT.md") + " and " + out.resolve("latency.svg") + " from "
                 + results.size() + " results");
+    }
+
+    /**
+     * The hand-kept section of an earlier report, {@link #KEPT_SECTION} up to the next {@code ## } heading or the
+     * end, with a blank line in front; empty when there is none. Its figures come from runs that one generated report
+     * cannot hold (a before and an after, on two builds), so a new run keeps it instead of dropping it.
+     */
+    static String keptSection(String report) {
+        int start = report.indexOf(KEPT_SECTION);
+        if (start < 0) {
+            return "";
+        }
+        int end = report.indexOf("\n## ", start + KEPT_SECTION.length());
+        return "\n" + report.substring(start, end < 0 ? report.length() : end + 1).stripTrailing() + "\n";
     }
 
     /** Concatenates JMH JSON arrays into one. */

@@ -226,4 +226,14 @@ class ReportMainTest {
         assertTrue(Files.readString(dir.resolve("REPORT.md")).startsWith("# Per-layer KV transfer latency (quick run)"));
         assertTrue(Files.readString(dir.resolve("latency.svg")).startsWith("<svg "));
     }
+
+    @Test
+    void theHandKeptConnectorCoreSectionSurvivesARegeneratedReport() {
+        String old = "# Report\n\n## llama3-8b\n\n| a |\n\n" + ReportMain.KEPT_SECTION + "\n\nbefore 1.6x\n\n"
+                + "## Later\n\nnot kept\n";
+        String kept = ReportMain.keptSection(old);
+        assertEquals("\n" + ReportMain.KEPT_SECTION + "\n\nbefore 1.6x\n", kept);
+        assertEquals("", ReportMain.keptSection("# Report\n\n## llama3-8b\n"));
+        assertTrue(ReportMain.keptSection("x\n" + ReportMain.KEPT_SECTION + "\n\nlast\n").endsWith("last\n"));
+    }
 }

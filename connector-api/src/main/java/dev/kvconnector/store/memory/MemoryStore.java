@@ -196,7 +196,7 @@ public final class MemoryStore implements KVStore {
             MemorySegment.copy(value, 0, block, 0, size);
         } catch (IllegalStateException closedMidCopy) {
             releaseBlock(block);
-            throw closedError("put", key);
+            throw closed ? closedError("put", key) : closedMidCopy;
         }
         return publish(key, new Entry(block, size, expires), options.ifAbsent(), "put");
     }
@@ -480,7 +480,7 @@ public final class MemoryStore implements KVStore {
             MemorySegment.copy(e.data, 0, dst, 0, size);
             return size;
         } catch (IllegalStateException closedMidCopy) {
-            throw closedError("getInto", key);
+            throw closed ? closedError("getInto", key) : closedMidCopy;
         } finally {
             e.release();
         }
