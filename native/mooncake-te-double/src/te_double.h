@@ -109,7 +109,6 @@ struct engine {
 
 /* te_double_wire.c */
 int wire_send_all(int fd, const void *buf, size_t len);
-int wire_send_more(int fd, const void *buf, size_t len);
 int wire_recv_all(int fd, void *buf, size_t len);
 int wire_discard(int fd, uint64_t len);
 int wire_connect(const char *host_port, int timeout_ms);

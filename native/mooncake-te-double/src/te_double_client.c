@@ -22,7 +22,7 @@ static int run_transfer(struct segment *s, struct task *t) {
     struct wire_header h = {.op = r->opcode == OPCODE_WRITE ? WIRE_WRITE : WIRE_READ,
                             .a = r->target_offset, .b = r->length};
     struct wire_reply reply;
-    if ((r->opcode == OPCODE_WRITE ? wire_send_more : wire_send_all)(s->fd, &h, sizeof h) != 0) {
+    if (wire_send_all(s->fd, &h, sizeof h) != 0) {
         return -1;
     }
     if (r->opcode == OPCODE_WRITE) {

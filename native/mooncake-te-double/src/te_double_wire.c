@@ -14,10 +14,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-static int send_all(int fd, const void *buf, size_t len, int flags) {
+int wire_send_all(int fd, const void *buf, size_t len) {
     const char *p = buf;
     while (len > 0) {
-        ssize_t n = send(fd, p, len, MSG_NOSIGNAL | flags);
+        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
         if (n < 0 && errno == EINTR) {
             continue;
         }
@@ -28,15 +28,6 @@ static int send_all(int fd, const void *buf, size_t len, int flags) {
         len -= (size_t)n;
     }
     return 0;
-}
-
-int wire_send_all(int fd, const void *buf, size_t len) {
-    return send_all(fd, buf, len, 0);
-}
-
-/* Like wire_send_all, but the bytes wait for the next send (a header goes out with its payload). */
-int wire_send_more(int fd, const void *buf, size_t len) {
-    return send_all(fd, buf, len, MSG_MORE);
 }
 
 int wire_recv_all(int fd, void *buf, size_t len) {
