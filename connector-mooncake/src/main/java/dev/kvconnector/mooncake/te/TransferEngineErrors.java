@@ -93,8 +93,8 @@ public final class TransferEngineErrors {
     }
 
     /**
-     * A task that ended in {@code state} (not {@link TransferState#COMPLETED}): a {@code opcode} of {@code bytes}
-     * between {@code localAddress} and {@code remoteAddress} on {@code segment}.
+     * A task that ended in {@code state} (not {@link TransferState#COMPLETED}): a WRITE ({@code write}) or READ of
+     * {@code bytes} bytes between {@code localAddress} here and {@code remoteAddress} on {@code segment}.
      */
     public static KVException transferFailed(String uri, TransferState state, boolean write, String segment,
                                              long localAddress, long remoteAddress, long bytes) {

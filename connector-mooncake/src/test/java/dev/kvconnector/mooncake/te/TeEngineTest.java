@@ -15,9 +15,13 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SymbolLookup;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
+import java.net.InetAddress;
 import java.net.ServerSocket;
+import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 
@@ -45,6 +49,38 @@ class TeEngineTest {
             assertEquals(ErrorCode.STORE_UNREACHABLE, e.code());
             assertTrue(e.getMessage().contains("127.0.0.1:" + port), e.getMessage());
             assertTrue(ms < 5000, "openSegment took " + ms + " ms");
+        }
+    }
+
+    @Test
+    void peerThatNeverAcceptsFailsAfterTheConnectTimeoutNamingHostAndPort() throws IOException {
+        assumeTrue(target.isDouble(), "the double's connect timeout is 1 s; the real engine's is its own");
+        // A listener that never accepts, its accept queue filled: the kernel then drops further SYNs.
+        try (ServerSocket silent = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
+             TransferEngine engine = target.open()) {
+            List<Socket> fillers = new ArrayList<>();
+            try {
+                for (int i = 0; i < 4; i++) {
+                    Socket s = new Socket();
+                    fillers.add(s);
+                    try {
+                        s.connect(silent.getLocalSocketAddress(), 200);
+                    } catch (IOException queueFull) {
+                        break;
+                    }
+                }
+                String name = "127.0.0.1:" + silent.getLocalPort();
+                long start = System.nanoTime();
+                KVException e = assertThrows(KVException.class, () -> engine.openSegment(name));
+                long ms = (System.nanoTime() - start) / 1_000_000;
+                assertEquals(ErrorCode.STORE_UNREACHABLE, e.code());
+                assertTrue(e.getMessage().contains(name), e.getMessage());
+                assertTrue(ms >= 500 && ms < 5000, "openSegment gave up after " + ms + " ms");
+            } finally {
+                for (Socket s : fillers) {
+                    s.close();
+                }
+            }
         }
     }
 
@@ -137,10 +173,10 @@ class TeEngineTest {
         try (TransferEngine engine = target.open(); Arena arena = Arena.ofConfined()) {
             MemorySegment a = arena.allocate(8192, 4096);
             MemorySegment b = arena.allocate(8192, 4096);
-            engine.registerAll(java.util.List.of(a, b), "cpu:0");
+            engine.registerAll(List.of(a, b), "cpu:0");
             assertEquals("cpu:0", registrationLocation(arena, engine, b.address()));
             MemorySegment c = arena.allocate(8192, 4096);
-            assertThrows(KVException.class, () -> engine.registerAll(java.util.List.of(c, a), "cpu:0"));
+            assertThrows(KVException.class, () -> engine.registerAll(List.of(c, a), "cpu:0"));
             assertEquals(null, registrationLocation(arena, engine, c.address()), "c must be unregistered again");
         }
     }
