@@ -282,7 +282,8 @@ static int submit(struct engine *e, batch_id_t batch_id, struct transfer_request
         if (job != NULL) {
             job->task = t;
         }
-        if (job == NULL || segment_enqueue(segment_get(e, entries[i].target_id), job) != 0) {
+        struct segment *s = segment_get(e, entries[i].target_id);
+        if (job == NULL || s == NULL || segment_enqueue(s, job) != 0) {
             free(job);
             atomic_store(&t->status, STATUS_FAILED);
         }
