@@ -1,5 +1,5 @@
 /*
- * Two processes over loopback TCP: the child WRITEs 1 MiB into the parent's registered buffer and
+ * Two processes over loopback TCP (the child is this program, exec'd again): the child WRITEs 1 MiB into the parent's registered buffer and
  * notifies; a WRITE past the registration ends FAILED and leaves the guard bytes alone.
  */
 #include "transfer_engine_c.h"
@@ -52,7 +52,10 @@ static int child(const char *peer, uint64_t remote) {
     return 0;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    if (argc == 4 && strcmp(argv[1], "child") == 0) {
+        return child(argv[2], strtoull(argv[3], NULL, 10));
+    }
     transfer_engine_t e = createTransferEngine("P2PHANDSHAKE", "127.0.0.1", "127.0.0.1", 0, 0);
     CHECK(e != NULL && installTransport(e, "tcp", NULL) != NULL);
     char name[64];
@@ -60,9 +63,13 @@ int main(void) {
     unsigned char *dst = calloc(1, BYTES + 64);
     CHECK(registerLocalMemory(e, dst + 32, BYTES, "cpu:0", 1) == 0);
     CHECK(registerLocalMemory(e, dst + 40, 8, "cpu:0", 1) == -7);
+    /* The child execs this program again, so that it starts with no thread of the parent's engine. */
+    char remote[32];
+    snprintf(remote, sizeof remote, "%llu", (unsigned long long)(uintptr_t)(dst + 32));
     pid_t pid = fork();
     if (pid == 0) {
-        _exit(child(name, (uint64_t)(uintptr_t)(dst + 32)));
+        execl("/proc/self/exe", argv[0], "child", name, remote, (char *)NULL);
+        _exit(127);
     }
     int size = 0;
     notify_msg_t *notes = NULL;
