@@ -48,6 +48,11 @@ final class TeTestTarget {
         return isDouble;
     }
 
+    /** The engines' local server name. */
+    String host() {
+        return host;
+    }
+
     String library() {
         return library;
     }
