@@ -1,0 +1,132 @@
+/*
+ * Internals of the kvconnector TEST DOUBLE of Mooncake's Transfer Engine (see te_double_engine.c
+ * for what it reproduces). Not Mooncake: a small loopback-TCP engine with the same C ABI.
+ */
+#ifndef KVC_TE_DOUBLE_H
+#define KVC_TE_DOUBLE_H
+
+#include "transfer_engine_c.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#define TE_LOG_PREFIX "[mooncake-te-double] "
+#define TE_MAX_SEGMENTS 256
+#define TE_NAME_MAX 128
+#define TE_LOCATION_MAX 64
+
+/* Negative codes of the int functions, as the real library returns them. */
+enum { TE_ERR = -1, TE_ERR_ADDRESS_OVERLAPPED = -7 };
+/* Positive codes of submitTransfer*, getTransferStatus and freeBatchID. */
+enum { TE_INVALID_ARGUMENT = 1, TE_TOO_MANY_REQUESTS = 2, TE_BUSY = 4 };
+
+/* The wire: a fixed header in native byte order (both ends are on one host), then a payload. */
+enum { WIRE_WRITE = 1, WIRE_READ = 2, WIRE_NOTIFY = 3 };
+enum { WIRE_OK = 0, WIRE_OUT_OF_RANGE = 1 };
+struct wire_header {
+    uint32_t op;
+    uint32_t reserved;
+    uint64_t a; /* WRITE/READ: the peer's address; NOTIFY: bytes of name */
+    uint64_t b; /* WRITE/READ: length; NOTIFY: bytes of msg */
+};
+struct wire_reply {
+    uint32_t status;
+    uint32_t reserved;
+};
+
+struct registration {
+    uintptr_t addr;
+    size_t length;
+    char location[TE_LOCATION_MAX];
+    struct registration *next;
+};
+
+struct task {
+    struct transfer_request request;
+    _Atomic int status;
+    _Atomic uint64_t transferred;
+    int polled_terminal; /* touched only by the batch's one user thread */
+};
+
+struct batch {
+    size_t capacity;
+    size_t count;
+    struct task tasks[];
+};
+
+struct job {
+    struct task *task;  /* NULL for a notification */
+    char *name;
+    char *msg;
+    struct job *next;
+};
+
+/* A peer's segment: one connection and one worker thread that runs its jobs in order. */
+struct segment {
+    int id;
+    char name[TE_NAME_MAX];
+    int fd;
+    int broken;
+    int stopping;
+    pthread_t worker;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    struct job *head;
+    struct job *tail;
+};
+
+/* One accepted connection, served by its own thread. */
+struct connection {
+    int fd;
+    pthread_t thread;
+    struct engine *engine;
+    struct connection *next;
+};
+
+struct engine {
+    char host[TE_NAME_MAX];
+    int port;
+    int listen_fd;
+    pthread_t listener;
+    _Atomic int stopping;
+    int tcp_installed;
+
+    pthread_rwlock_t registrations_lock;
+    struct registration *registrations;
+
+    pthread_mutex_t segments_lock;
+    struct segment *segments[TE_MAX_SEGMENTS]; /* segment id - 1 */
+
+    pthread_mutex_t connections_lock;
+    struct connection *connections;
+
+    pthread_mutex_t notifications_lock;
+    notify_msg_t *notifications;
+    int notification_count;
+    int notification_capacity;
+};
+
+/* te_double_wire.c */
+int wire_send_all(int fd, const void *buf, size_t len);
+int wire_recv_all(int fd, void *buf, size_t len);
+int wire_discard(int fd, uint64_t len);
+int wire_connect(const char *host_port, int timeout_ms);
+int wire_listen(const char *host, int *port_out);
+int wire_split_host_port(const char *name, char *host, size_t host_len, int *port);
+
+/* te_double_memory.c */
+int memory_covers(struct engine *e, uint64_t addr, uint64_t length);
+void memory_free_all(struct engine *e);
+
+/* te_double_server.c */
+void *server_listen_loop(void *engine);
+void server_stop(struct engine *e);
+void notifications_add(struct engine *e, char *name, char *msg);
+
+/* te_double_client.c */
+void segments_close_all(struct engine *e);
+struct segment *segment_get(struct engine *e, int64_t id);
+int segment_enqueue(struct segment *s, struct job *job);
+
+#endif
