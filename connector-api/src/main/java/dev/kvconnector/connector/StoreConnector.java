@@ -53,6 +53,7 @@ public final class StoreConnector implements KVStoreConnector {
     private final KVLayout layout;
     private final KeyScheme scheme;
     private final ObjectCodec codec;
+    private final boolean skipExisting;
     private final boolean ownsStore;
     private final KeyContext keyContext;
     private final DropMode dropMode;
@@ -77,17 +78,15 @@ public final class StoreConnector implements KVStoreConnector {
         this.store = store;
         this.ownsStore = b.store == null;
         this.layout = b.layout;
-        this.scheme = KeySchemes.byName(b.keyScheme);
+        this.scheme = b.schemeInstance != null ? b.schemeInstance : KeySchemes.byName(b.keyScheme);
+        this.skipExisting = b.skipExisting;
+        if (skipExisting && b.codec.completion() != Completion.PER_CHUNK) {
+            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "skipExisting needs a codec whose objects hold whole "
+                    + "chunks; codec " + b.codec.name() + " writes one object per layer, made visible by a manifest")
+                    .store(store.uri()).operation("connect").hint("drop skipExisting, or use an LMCache codec").build();
+        }
         this.codec = b.codec;
         ObjectCodec.requirePair(scheme, codec);
-        if (codec.completion() != Completion.PER_LAYER) {
-            throw KVException.of(ErrorCode.UNSUPPORTED, "codec " + codec.name() + " completes its objects "
-                    + codec.completion() + "; this connector puts each layer's objects as the layer arrives")
-                    .store(store.uri()).operation("connect")
-                    .hint("use the default pair " + KeySchemes.DEFAULT + " x " + RawLayerCodec.NAME
-                            + "; chunk-object codecs (LMCache, vLLM V0) are reached through their own tools for now")
-                    .build();
-        }
         this.keyContext = new KeyContext(b.modelId == null ? layout.name() : b.modelId, layout, b.tpRank, b.worldSize,
                 b.chunkTokens);
         this.dropMode = b.dropMode;
@@ -129,7 +128,9 @@ public final class StoreConnector implements KVStoreConnector {
 
     @Override
     public InsertSession beginInsert(RequestTokens request) {
-        return new StoreInsertSession(this, geometry(request, "beginInsert"));
+        ChunkGeometry geo = geometry(request, "beginInsert");
+        return codec.completion() == Completion.PER_CHUNK ? new ChunkObjectInsertSession(this, geo, skipExisting)
+                : new StoreInsertSession(this, geo);
     }
 
     @Override
@@ -137,7 +138,9 @@ public final class StoreConnector implements KVStoreConnector {
         ChunkGeometry geo = geometry(request, "lookup");
         int matched = 0;
         for (var c : geo.chunks) {
-            if (!store.exists(c.manifestKey())) {
+            // Formats without a manifest (LMCache, vLLM V0) make a chunk visible with its object.
+            String visible = c.manifestKey() != null ? c.manifestKey() : geo.objects.layerKey(c.index(), 0);
+            if (!store.exists(visible)) {
                 break;
             }
             matched = c.endToken();
@@ -152,7 +155,15 @@ public final class StoreConnector implements KVStoreConnector {
 
     @Override
     public DropResult dropSelect(RequestTokens request, DropTarget target, DropMode mode) {
-        StoreDropSession s = newDrop(request, target, mode, false);
+        ChunkGeometry geo = dropGeometry(request, target);
+        if (codec.completion() == Completion.PER_CHUNK) {
+            ChunkObjectDropSession s = new ChunkObjectDropSession(this, geo, target, mode, false,
+                    layerTimeoutMillis * 1_000_000L, request.totalTokens());
+            s.run();
+            return s.result();
+        }
+        StoreDropSession s = new StoreDropSession(this, geo, target, mode, false, layerTimeoutMillis * 1_000_000L,
+                request.totalTokens());
         s.run();
         return s.result();
     }
@@ -160,16 +171,23 @@ public final class StoreConnector implements KVStoreConnector {
     /** {@inheritDoc} Waits at most the connector's layer timeout overall. */
     @Override
     public DropSession beginDropSelect(RequestTokens request, DropTarget target) {
-        StoreDropSession s = newDrop(request, target, dropMode, true);
+        ChunkGeometry geo = dropGeometry(request, target);
+        if (codec.completion() == Completion.PER_CHUNK) {
+            ChunkObjectDropSession s = new ChunkObjectDropSession(this, geo, target, dropMode, true,
+                    layerTimeoutMillis * 1_000_000L, request.totalTokens());
+            execute(s::run);
+            return s;
+        }
+        StoreDropSession s = new StoreDropSession(this, geo, target, dropMode, true, layerTimeoutMillis * 1_000_000L,
+                request.totalTokens());
         execute(s::run);
         return s;
     }
 
-    private StoreDropSession newDrop(RequestTokens request, DropTarget target, DropMode mode, boolean streaming) {
+    private ChunkGeometry dropGeometry(RequestTokens request, DropTarget target) {
         ChunkGeometry geo = geometry(request, "dropSelect");
         target.layers().check(layout, geo.plan.totalTokens(), "dropSelect", store.uri());
-        return new StoreDropSession(this, geo, target, mode, streaming, layerTimeoutMillis * 1_000_000L,
-                request.totalTokens());
+        return geo;
     }
 
     private ChunkGeometry geometry(RequestTokens request, String op) {
@@ -417,6 +435,8 @@ public final class StoreConnector implements KVStoreConnector {
         private ObjectCodec codec = RawLayerCodec.INSTANCE;
         private String modelId;
         private String keyScheme = KeySchemes.DEFAULT;
+        private KeyScheme schemeInstance;
+        private boolean skipExisting;
         private int tpRank;
         private int worldSize = 1;
         private int chunkTokens = KeyContext.DEFAULT_CHUNK_TOKENS;
@@ -451,6 +471,22 @@ public final class StoreConnector implements KVStoreConnector {
         /** The key scheme by name (default {@code kvc-v1}). */
         public Builder keyScheme(String name) {
             this.keyScheme = name;
+            this.schemeInstance = null;
+            return this;
+        }
+
+        /** The key scheme itself, for a scheme with settings (LMCache's format, partial chunks and tags). */
+        public Builder keyScheme(KeyScheme scheme) {
+            this.schemeInstance = scheme;
+            return this;
+        }
+
+        /**
+         * Whether an insert skips the chunks whose object is already present when it begins (LMCache's "store only
+         * what is missing"); only for codecs whose objects hold a whole chunk. Default false.
+         */
+        public Builder skipExisting(boolean skip) {
+            this.skipExisting = skip;
             return this;
         }
 
