@@ -39,6 +39,9 @@ final class ChunkObjectInsertSession implements InsertSession, InsertChannel {
     private int layersPut;
     private boolean chunksSubmitted;
     private boolean hiddenPut;
+    private String[] hiddenKeys;
+    private MemorySegment[] hiddenValues;
+    private MemorySegment hiddenStaging;
     private State state = State.OPEN;
     private final PendingPuts pending;
 
@@ -212,12 +215,12 @@ final class ChunkObjectInsertSession implements InsertSession, InsertChannel {
             offsets[c] = total;
             total += ChunkGeometry.align(objects.hiddenObjectBytes(c, s.dtype()));
         }
-        MemorySegment hiddenStaging = pending.acquire(total);
+        MemorySegment hidStaging = pending.acquire(total);
         String[] keys = new String[n];
         MemorySegment[] values = new MemorySegment[n];
         for (int c = 0; c < n; c++) {
             ChunkKeys ck = geo.chunks[c];
-            MemorySegment object = hiddenStaging.asSlice(offsets[c], objects.hiddenObjectBytes(c, s.dtype()));
+            MemorySegment object = hidStaging.asSlice(offsets[c], objects.hiddenObjectBytes(c, s.dtype()));
             MemorySegment.copy(hidden.segment(), ck.startToken() * rowBytes, object, objects.hiddenOffset(c),
                     ck.tokens() * rowBytes);
             objects.sealHidden(c, s.dtype(), object);
@@ -225,10 +228,15 @@ final class ChunkObjectInsertSession implements InsertSession, InsertChannel {
             values[c] = object;
         }
         hiddenPut = true;
-        pending.submit(keys, values, hiddenStaging);
+        hiddenKeys = keys;
+        hiddenValues = values;
+        hiddenStaging = hidStaging;
     }
 
-    /** {@inheritDoc} The chunk objects, put after the last layer, are the entry: there is no manifest. */
+    /**
+     * {@inheritDoc} The chunk objects, put after the last layer, are the entry: there is no manifest. The hidden
+     * states go last, once the chunk objects are stored, so that a reader that finds them finds the KV.
+     */
     @Override
     public void commit() {
         checkOpen("commit");
@@ -239,6 +247,19 @@ final class ChunkObjectInsertSession implements InsertSession, InsertChannel {
                         + " was never put; the insert was aborted");
             }
         }
+        awaitPuts();
+        if (hiddenStaging != null) {
+            MemorySegment lease = hiddenStaging;
+            hiddenStaging = null;
+            pending.submit(hiddenKeys, hiddenValues, lease);
+            awaitPuts();
+        }
+        state = State.COMMITTED;
+        releaseStaging();
+        connector.metricsRecorder().recordCommit();
+    }
+
+    private void awaitPuts() {
         pending.await();
         Throwable f = pending.failure();
         if (f != null) {
@@ -246,9 +267,6 @@ final class ChunkObjectInsertSession implements InsertSession, InsertChannel {
             throw f instanceof KVException ke ? ke : KVException.of(ErrorCode.INTERNAL, "a chunk put failed: " + f)
                     .store(connector.endpoint()).operation("commit").cause(f).build();
         }
-        state = State.COMMITTED;
-        releaseStaging();
-        connector.metricsRecorder().recordCommit();
     }
 
     @Override
@@ -279,6 +297,10 @@ final class ChunkObjectInsertSession implements InsertSession, InsertChannel {
     private void releaseStaging() {
         if (staging.byteSize() > 0) {
             connector.staging().release(staging);
+        }
+        if (hiddenStaging != null) {
+            connector.staging().release(hiddenStaging);
+            hiddenStaging = null;
         }
     }
 
