@@ -7,7 +7,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.kvconnector.connector.DropMode;
 import dev.kvconnector.connector.DropResult;
+import dev.kvconnector.connector.DropSession;
+import dev.kvconnector.connector.DropTarget;
+import dev.kvconnector.connector.InsertSession;
+import dev.kvconnector.connector.LayerSource;
 import dev.kvconnector.connector.MissReason;
+import dev.kvconnector.connector.StoreConnector;
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
 import dev.kvconnector.key.RequestTokens;
@@ -314,6 +319,38 @@ class LmCacheConnectorsTest {
             assertEquals(GetResult.MISS, store.getInto(lm.keys(p).getFirst(), MemorySegment.NULL));
         } finally {
             server.stop();
+        }
+    }
+
+    @Test
+    void aLayerWiseDropSelectWaitsForTheChunkObjectsWhichAppearAfterTheProducersLastLayer() throws Exception {
+        RequestTokens p = prompt(13, 20);
+        try (KVStore store = KVStores.open("memory:?capacity=64MiB");
+             LmEngine producer = connector(store, MHA);
+             LmEngine consumer = connector(store, MHA);
+             PagedEngine a = PagedEngine.filled(MHA, 13, 20);
+             PagedEngine b = PagedEngine.empty(MHA, 13, 21)) {
+            InsertSession insert = producer.connector.beginInsert(p);
+            insert.putLayer(0, LayerSource.paged(a.cache, a.blocks));
+            try (DropSession drop = consumer.connector.beginDropSelect(p, DropTarget.paged(b.cache, b.blocks))) {
+                insert.putLayer(1, LayerSource.paged(a.cache, a.blocks));
+                assertEquals(0, consumer.lookup(p), "no chunk object before the last layer");
+                insert.putLayer(2, LayerSource.paged(a.cache, a.blocks));
+                insert.commit();
+                assertTrue(drop.awaitLayer(0));
+                assertTrue(drop.result().isComplete(), drop.result().toString());
+            }
+            assertTrue(a.sameKv(b, 0, 13));
+        }
+    }
+
+    @Test
+    void skipExistingNeedsAChunkObjectCodec() {
+        try (KVStore store = KVStores.open("memory:?capacity=1MiB")) {
+            KVException e = assertThrows(KVException.class,
+                    () -> StoreConnector.builder(store, MHA).skipExisting(true).build());
+            assertEquals(ErrorCode.INVALID_ARGUMENT, e.code());
+            assertTrue(e.getMessage().contains("kvc-raw"), e.getMessage());
         }
     }
 }
