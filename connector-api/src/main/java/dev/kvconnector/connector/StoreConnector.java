@@ -2,6 +2,7 @@ package dev.kvconnector.connector;
 
 import dev.kvconnector.codec.Completion;
 import dev.kvconnector.codec.ObjectCodec;
+import dev.kvconnector.codec.ObjectCodecs;
 import dev.kvconnector.codec.RawLayerCodec;
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
@@ -79,13 +80,13 @@ public final class StoreConnector implements KVStoreConnector {
         this.ownsStore = b.store == null;
         this.layout = b.layout;
         this.scheme = b.schemeInstance != null ? b.schemeInstance : KeySchemes.byName(b.keyScheme);
+        this.codec = b.codec != null ? b.codec : ObjectCodecs.forScheme(scheme, layout);
         this.skipExisting = b.skipExisting;
-        if (skipExisting && b.codec.completion() != Completion.PER_CHUNK) {
+        if (skipExisting && codec.completion() != Completion.PER_CHUNK) {
             throw KVException.of(ErrorCode.INVALID_ARGUMENT, "skipExisting needs a codec whose objects hold whole "
-                    + "chunks; codec " + b.codec.name() + " writes one object per layer, made visible by a manifest")
+                    + "chunks; codec " + codec.name() + " writes one object per layer, made visible by a manifest")
                     .store(store.uri()).operation("connect").hint("drop skipExisting, or use an LMCache codec").build();
         }
-        this.codec = b.codec;
         ObjectCodec.requirePair(scheme, codec);
         this.keyContext = new KeyContext(b.modelId == null ? layout.name() : b.modelId, layout, b.tpRank, b.worldSize,
                 b.chunkTokens);
@@ -432,7 +433,7 @@ public final class StoreConnector implements KVStoreConnector {
         private final KVStore store;
         private final String storeUri;
         private final KVLayout layout;
-        private ObjectCodec codec = RawLayerCodec.INSTANCE;
+        private ObjectCodec codec;
         private String modelId;
         private String keyScheme = KeySchemes.DEFAULT;
         private KeyScheme schemeInstance;
@@ -456,7 +457,10 @@ public final class StoreConnector implements KVStoreConnector {
             this.layout = layout;
         }
 
-        /** The codec that lays out the key scheme's objects (default {@link RawLayerCodec}, for {@code kvc-v1}). */
+        /**
+         * The codec that lays out the key scheme's objects; by default the one the scheme implies
+         * ({@link ObjectCodecs#forScheme}: {@link RawLayerCodec} for {@code kvc-v1}).
+         */
         public Builder codec(ObjectCodec objectCodec) {
             this.codec = objectCodec;
             return this;
@@ -549,11 +553,10 @@ public final class StoreConnector implements KVStoreConnector {
 
         /** Builds the connector; invalid settings are {@code INVALID_ARGUMENT} errors. */
         public StoreConnector build() {
-            if (ioThreads < -1 || stagingBytes < 1 || layerTimeoutMillis < 0 || ttlMillis < 0 || codec == null) {
+            if (ioThreads < -1 || stagingBytes < 1 || layerTimeoutMillis < 0 || ttlMillis < 0) {
                 throw KVException.of(ErrorCode.INVALID_ARGUMENT, "connector settings: ioThreads=" + ioThreads
                         + " stagingBytes=" + stagingBytes + " layerTimeoutMillis=" + layerTimeoutMillis + " ttlMillis="
-                        + ttlMillis + " codec=" + codec
-                        + " (need ioThreads >= 0, stagingBytes >= 1, the rest >= 0, a codec)").build();
+                        + ttlMillis + " (need ioThreads >= 0, stagingBytes >= 1, the rest >= 0)").build();
             }
             if (store != null) {
                 return new StoreConnector(this, store);

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.kvconnector.connector.StoreConnector;
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
 import dev.kvconnector.key.KeyContext;
@@ -13,6 +14,8 @@ import dev.kvconnector.key.KeySchemes;
 import dev.kvconnector.key.RequestTokens;
 import dev.kvconnector.layout.AttentionKind;
 import dev.kvconnector.layout.KVLayout;
+import dev.kvconnector.store.KVStore;
+import dev.kvconnector.store.KVStores;
 import dev.kvconnector.tensor.DType;
 import dev.kvconnector.tensor.Tensor;
 import dev.kvconnector.tensor.TensorSpec;
@@ -122,6 +125,20 @@ class VllmV0CodecTest {
             plan.sealHidden(0, DType.BF16, object);
             assertEquals(-1, object.mismatch(expected));
             assertEquals(ObjectPlan.OK, plan.validateHidden(0, DType.BF16, object, object.byteSize()));
+        }
+    }
+
+    @Test
+    void theVllmV0SchemeImpliesThisCodecAndASchemeWithoutOneIsRefusedByName() {
+        assertEquals(VllmV0Codec.NAME, ObjectCodecs.forScheme(KeySchemes.byName("vllm-v0"), MHA).name());
+        assertEquals(-1, ((VllmV0Codec) ObjectCodecs.forScheme(KeySchemes.byName("vllm-v0"), MHA)).deviceId(),
+                "vLLM's device_id for the CPU");
+        assertEquals(RawLayerCodec.INSTANCE, ObjectCodecs.forScheme(KeySchemes.byName("kvc-v1"), MHA));
+        try (KVStore store = KVStores.open("memory:?capacity=1MiB")) {
+            KVException e = assertThrows(KVException.class,
+                    () -> StoreConnector.builder(store, MHA).keyScheme("lmcache-v0").build());
+            assertEquals(ErrorCode.INVALID_ARGUMENT, e.code());
+            assertTrue(e.getMessage().contains("lmcache-v0 implies no codec"), e.getMessage());
         }
     }
 }

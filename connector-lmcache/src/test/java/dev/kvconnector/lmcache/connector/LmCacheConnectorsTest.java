@@ -353,4 +353,34 @@ class LmCacheConnectorsTest {
             assertTrue(e.getMessage().contains("kvc-raw"), e.getMessage());
         }
     }
+
+    @ParameterizedTest
+    @EnumSource(value = LmChunkFormat.class, names = {"V1_KV_2LTD", "V0_VLLM"})
+    void aKeySchemeNameAloneImpliesItsCodecAndWritesTheSameObjects(LmChunkFormat format) {
+        RequestTokens p = prompt(13, 22);
+        String scheme = format == LmChunkFormat.V0_VLLM ? "lmcache-v0" : "lmcache-v1";
+        try (KVStore pairStore = KVStores.open("memory:?capacity=64MiB");
+             KVStore namedStore = KVStores.open("memory:?capacity=64MiB");
+             LmEngine pair = connector(pairStore, MHA, b -> b.format(format));
+             StoreConnector named = StoreConnector.builder(namedStore, MHA).keyScheme(scheme).modelId("test/model")
+                     .chunkTokens(8).build();
+             PagedEngine a = PagedEngine.filled(MHA, 13, 22);
+             Arena arena = Arena.ofConfined()) {
+            pair.insert(p, a.cache, a.blocks);
+            try (InsertSession s = named.beginInsert(p)) {
+                s.putLayers(LayerSource.paged(a.cache, a.blocks));
+                s.commit();
+            }
+            for (String key : pair.keys(p)) {
+                long size = pairStore.size(key);
+                assertEquals(size, namedStore.size(key), key);
+                MemorySegment x = arena.allocate(size);
+                MemorySegment y = arena.allocate(size);
+                pairStore.getInto(key, x);
+                namedStore.getInto(key, y);
+                assertEquals(-1, x.mismatch(y), key);
+            }
+            assertEquals(13, named.lookup(p));
+        }
+    }
 }
