@@ -12,6 +12,6 @@ public interface ObjectCodecProvider {
     /** The key scheme's name, as {@link dev.kvconnector.key.KeyScheme#name()} says it. */
     String scheme();
 
-    /** The default codec for the objects that {@code scheme} (named {@link #scheme()}) names, for KV of {@code layout}. */
+    /** The default codec for the objects that {@code scheme} (named {@link #scheme()}) names, for {@code layout}. */
     ObjectCodec codec(KeyScheme scheme, KVLayout layout);
 }

@@ -38,7 +38,9 @@ import org.slf4j.LoggerFactory;
  * a {@link dev.kvconnector.key.KeyScheme} and laid out by an {@link ObjectCodec} of the same granularity (by
  * default {@code kvc-v1} with {@link RawLayerCodec}: one object per layer holding K and V, or the MLA latent, with a
  * 64-byte header carrying the layout fingerprint and a CRC32C); one object for the hidden states; and a manifest
- * written last that makes the chunk visible.
+ * written last that makes the chunk visible. Codecs whose objects hold every layer of a chunk
+ * ({@link Completion#PER_CHUNK}: LMCache chunk objects, vLLM V0) go through {@code ChunkObjectInsertSession} and
+ * {@code ChunkObjectDropSession} instead: no manifest, the chunk object itself makes the chunk visible.
  *
  * <p>Thread-safe: many sessions may run at once. Layer puts run on the connector's I/O threads so they overlap the
  * engine's compute; staging memory comes from a pool (no arena per transfer), registered once with stores that

@@ -17,21 +17,22 @@ import picocli.CommandLine.Spec;
 import picocli.CommandLine.Model.CommandSpec;
 
 /**
- * Prints the store keys of a prompt. {@code vllm-v0}: the KV key, then the hidden-state key. {@code lmcache-v0}:
- * one key per chunk. {@code kvc-v1}: one line per chunk with the chunk's key prefix and its token range.
+ * Prints the store keys of a prompt. {@code vllm-v0}: the KV key, then the hidden-state key. {@code lmcache-v0},
+ * {@code lmcache-v1}: one key per chunk (v1 keys end with the layout's dtype). {@code kvc-v1}: one line per chunk
+ * with the chunk's key prefix and its token range.
  */
 @Command(name = "key", description = "Print the store keys of a prompt under a key scheme.")
 final class KeyCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;
 
-    @Option(names = "--scheme", defaultValue = KeySchemes.DEFAULT, description = "vllm-v0, lmcache-v0 or kvc-v1 (default)")
+    @Option(names = "--scheme", defaultValue = KeySchemes.DEFAULT, description = "vllm-v0, lmcache-v0, lmcache-v1 or kvc-v1 (default)")
     String scheme;
 
-    @Option(names = "--model", defaultValue = "model", description = "Model name (lmcache-v0, kvc-v1)")
+    @Option(names = "--model", defaultValue = "model", description = "Model name (lmcache-v0, lmcache-v1, kvc-v1)")
     String model;
 
-    @Option(names = "--layout", defaultValue = "llama3-8b", description = "Layout preset bound into kvc-v1 keys")
+    @Option(names = "--layout", defaultValue = "llama3-8b", description = "Layout preset bound into kvc-v1 keys (its dtype into lmcache-v1 keys)")
     String layout;
 
     @Option(names = {"--tp-rank", "--worker-id"}, defaultValue = "0", description = "TP rank (LMCache worker id)")
