@@ -5,6 +5,10 @@ import dev.kvconnector.layout.KVLayout;
 import dev.kvconnector.store.KVStore;
 import dev.kvconnector.store.KVStores;
 import dev.kvconnector.workload.TransferWorkload;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.management.ManagementFactory;
+import java.util.Locale;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -19,24 +23,41 @@ import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 
 /**
- * A whole request through the connector, with {@link TransferWorkload}: the code {@code kvctl bench} runs. One
- * operation is a request of every layer (K and V, no hidden states); the report divides by the model's layer count
- * to give the per-layer time, which sits beside the per-layer floors.
+ * A whole request through the connector, beside both of its floors, in one run. One operation of {@link #insert}
+ * and {@link #dropSelect} is a request of every layer (K and V, no hidden states); the report divides by the
+ * model's layer count to give the per-layer time.
  *
  * <ul>
  *   <li>{@link #insert}: begin, put every layer, commit. The request is drop-selected after each invocation,
  *       untimed, so the store never holds more than one request.</li>
- *   <li>{@link #dropSelect}: read every layer of a committed request into the target tensors and drop it. The
- *       request is inserted before each invocation, untimed.</li>
+ *   <li>{@link #dropSelect}: read every layer of a committed request into the target and drop it. The request is
+ *       inserted before each invocation, untimed.</li>
+ *   <li>{@code source}: {@code contiguous} moves {@code [tokens, kvHeads, headSize]} host tensors
+ *       ({@link TransferWorkload}); {@code paged} gathers from and scatters into host paged caches of 16-token
+ *       blocks through shuffled block tables ({@link PagedWorkload}).</li>
+ *   <li>{@link #floorSameWorkingSet}: one {@code MemorySegment.copy} of the request's bytes (every layer: 128 MiB
+ *       for Llama-3-8B at 1024 tokens) between two segments as large as the request, so it streams from DRAM as the
+ *       connector does. Compare per request.</li>
+ *   <li>{@link #floorHotLayer}: one copy of one layer (4 MiB for Llama-3-8B at 1024 tokens), over and over, so it
+ *       runs from cache as far as the layer fits. Compare per layer.</li>
  * </ul>
- * Every drop-select, timed or not, must return the whole request, or the trial fails: a miss is fast and would
- * pass for a good number. A request takes from about 100 us (qwen2.5-0.5b, 256 tokens) to seconds, long enough
- * that JMH's per-invocation fixtures do not distort the sample.
+ *
+ * <p>Allocation: JMH's {@code -prof gc} counts every thread during the iteration, the untimed per-invocation
+ * hooks included (each is a whole drop-select or insert), so its B/op about doubles the connector's. The
+ * connector benchmarks therefore also count the bytes the benchmark thread allocates inside the timed call alone
+ * ({@code ThreadMXBean.getCurrentThreadAllocatedBytes} around it) and print them per request and per layer at the
+ * end of each trial ("timed-section allocation"). {@code memory:} and {@code shm:} run puts and reads on the
+ * calling thread, so that is the connector's whole allocation there.
+ *
+ * <p>Every drop-select, timed or not, must return the whole request, or the trial fails: a miss is fast and would
+ * pass for a good number.
  */
 @BenchmarkMode(Mode.SampleTime)
 @OutputTimeUnit(TimeUnit.MICROSECONDS)
 @Fork(value = 1, jvmArgsAppend = "--enable-native-access=ALL-UNNAMED")
 public class ConnectorBenchmark {
+    private static final com.sun.management.ThreadMXBean THREADS =
+            (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
 
     /** A store, its fixture and a workload, for one trial. */
     @State(Scope.Thread)
@@ -55,29 +76,53 @@ public class ConnectorBenchmark {
         /** Prompt tokens per request. */
         @Param({"256", "1024", "4096"})
         public int tokens;
+        /** Where layers come from and go to: {@code contiguous} host tensors or a host {@code paged} cache. */
+        @Param({"contiguous", "paged"})
+        public String source;
 
         StoreFixture fixture;
         KVStore kv;
-        TransferWorkload workload;
+        TransferWorkload contiguous;
+        PagedWorkload paged;
         int request;
+        long timedAllocatedBytes;
+        long timedOps;
 
         /** Starts the store and checks that one request survives a round trip intact. */
         @Setup(Level.Trial)
         public void setUp() {
             fixture = StoreFixture.start(store);
             kv = KVStores.open(fixture.uri());
-            workload = new TransferWorkload(kv, KVLayout.preset(model), tokens, false);
-            workload.insert(request);
-            requireComplete(workload.dropSelect(request++));
-            if (!workload.targetMatchesSource()) {
+            KVLayout layout = KVLayout.preset(model);
+            switch (source) {
+                case "contiguous" -> contiguous = new TransferWorkload(kv, layout, tokens, false);
+                case "paged" -> paged = new PagedWorkload(kv, layout, tokens);
+                default -> throw new IllegalArgumentException("source=" + source + " is neither contiguous nor paged");
+            }
+            insert(request);
+            requireComplete(dropSelect(request++));
+            boolean intact = contiguous != null ? contiguous.targetMatchesSource() : paged.targetMatchesSource();
+            if (!intact) {
                 throw new IllegalStateException(fixture.uri() + " returned other bytes than were inserted");
             }
             // A request is large and few fit in a short JMH warmup; without these the first (cold) ones dominate.
             long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(PREWARM_MS);
             for (int i = 1; i < PREWARM_REQUESTS && System.nanoTime() < deadline; i++) {
-                workload.insert(request);
-                requireComplete(workload.dropSelect(request++));
+                insert(request);
+                requireComplete(dropSelect(request++));
             }
+        }
+
+        void insert(int i) {
+            if (contiguous != null) {
+                contiguous.insert(i);
+            } else {
+                paged.insert(i);
+            }
+        }
+
+        DropResult dropSelect(int i) {
+            return contiguous != null ? contiguous.dropSelect(i) : paged.dropSelect(i);
         }
 
         void requireComplete(DropResult r) {
@@ -87,11 +132,23 @@ public class ConnectorBenchmark {
             }
         }
 
-        /** Closes the workload, the store and its fixture. */
+        /** Prints the timed-section allocation, then closes the workload, the store and its fixture. */
         @TearDown(Level.Trial)
         public void tearDown() {
+            if (timedOps > 0) {
+                long layers = KVLayout.preset(model).numLayers();
+                System.out.printf(Locale.ROOT, "%ntimed-section allocation: %s %s source=%s %s tokens=%d: %d B/request,"
+                                + " %d B/layer over %d requests%n", this instanceof Inserting ? "insert" : "dropSelect",
+                        store, source, model,
+                        tokens, timedAllocatedBytes / timedOps, timedAllocatedBytes / timedOps / layers, timedOps);
+            }
             try {
-                workload.close();
+                if (contiguous != null) {
+                    contiguous.close();
+                }
+                if (paged != null) {
+                    paged.close();
+                }
                 kv.close();
             } finally {
                 fixture.close();
@@ -104,7 +161,7 @@ public class ConnectorBenchmark {
         /** Drop-selects the request just inserted, so the store starts every invocation empty. */
         @TearDown(Level.Invocation)
         public void consume() {
-            requireComplete(workload.dropSelect(request++));
+            requireComplete(dropSelect(request++));
         }
     }
 
@@ -115,7 +172,7 @@ public class ConnectorBenchmark {
         /** Inserts the request the next invocation drop-selects. */
         @Setup(Level.Invocation)
         public void commitNext() {
-            workload.insert(request);
+            insert(request);
         }
 
         /** Checks that the timed drop-select got the whole request. */
@@ -126,16 +183,72 @@ public class ConnectorBenchmark {
         }
     }
 
+    /** The two floors' memory: a request-sized source and destination, and one layer's. */
+    @State(Scope.Thread)
+    public static class Floors {
+        /** Model preset. */
+        @Param({"qwen2.5-0.5b", "llama3-8b", "deepseek-v3-mla"})
+        public String model;
+        /** Prompt tokens per request. */
+        @Param({"256", "1024", "4096"})
+        public int tokens;
+
+        Arena arena;
+        MemorySegment requestSource;
+        MemorySegment requestTarget;
+        MemorySegment layerSource;
+        MemorySegment layerTarget;
+
+        /** Allocates and fills the segments once per trial. */
+        @Setup(Level.Trial)
+        public void setUp() {
+            KVLayout layout = KVLayout.preset(model);
+            long layer = layout.layerBytes(tokens);
+            arena = Arena.ofShared();
+            requestSource = LayerShape.randomSegment(arena, layer * layout.numLayers());
+            requestTarget = arena.allocate(requestSource.byteSize(), LayerShape.ALIGNMENT);
+            requestTarget.fill((byte) 0);
+            layerSource = LayerShape.randomSegment(arena, layer);
+            layerTarget = arena.allocate(layer, LayerShape.ALIGNMENT);
+        }
+
+        /** Frees the segments. */
+        @TearDown(Level.Trial)
+        public void tearDown() {
+            arena.close();
+        }
+    }
+
     /** Inserts one request (every layer, then commit). */
     @Benchmark
     public void insert(Inserting w) {
-        w.workload.insert(w.request);
+        long before = THREADS.getCurrentThreadAllocatedBytes();
+        w.insert(w.request);
+        w.timedAllocatedBytes += THREADS.getCurrentThreadAllocatedBytes() - before;
+        w.timedOps++;
     }
 
     /** Drop-selects the request that {@link Dropping#commitNext} inserted. */
     @Benchmark
     public DropResult dropSelect(Dropping w) {
-        w.dropped = w.workload.dropSelect(w.request);
+        long before = THREADS.getCurrentThreadAllocatedBytes();
+        w.dropped = w.dropSelect(w.request);
+        w.timedAllocatedBytes += THREADS.getCurrentThreadAllocatedBytes() - before;
+        w.timedOps++;
         return w.dropped;
+    }
+
+    /** The same-working-set floor: one copy of the request's bytes, request-sized source and destination. */
+    @Benchmark
+    public MemorySegment floorSameWorkingSet(Floors f) {
+        MemorySegment.copy(f.requestSource, 0, f.requestTarget, 0, f.requestSource.byteSize());
+        return f.requestTarget;
+    }
+
+    /** The hot floor: one copy of one layer, the same bytes every time. */
+    @Benchmark
+    public MemorySegment floorHotLayer(Floors f) {
+        MemorySegment.copy(f.layerSource, 0, f.layerTarget, 0, f.layerSource.byteSize());
+        return f.layerTarget;
     }
 }

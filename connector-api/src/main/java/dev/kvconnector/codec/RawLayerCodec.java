@@ -109,6 +109,22 @@ public final class RawLayerCodec implements ObjectCodec {
         }
 
         @Override
+        public boolean fusedChecksum() {
+            return checksums;
+        }
+
+        @Override
+        public void sealWithCrc(int chunk, int layer, MemorySegment object, int payloadCrc32c) {
+            RawTensorFormat.writeHeaderWithCrc(object, layerSpecs[chunk], chunks[chunk].tokens(), fingerprint,
+                    payloadCrc32c);
+        }
+
+        @Override
+        public int verifyPayloadCrc(int chunk, int layer, MemorySegment header, int payloadCrc32c) {
+            return RawTensorFormat.verifyPayloadCrc(header, payloadCrc32c);
+        }
+
+        @Override
         public void sealDetached(int chunk, int layer, MemorySegment header) {
             RawTensorFormat.writeDetachedHeader(header, layerSpecs[chunk], chunks[chunk].tokens(), fingerprint);
         }

@@ -147,6 +147,40 @@ public final class RawTensorFormat {
     }
 
     /**
+     * {@link #writeHeader} with a payload CRC32C the caller computed while it wrote the payload (for example through
+     * {@code PagedKVCache.gather(.., CRC32C)} or {@code ChecksummedCopy}), so the payload is not read a second time.
+     *
+     * @param payloadCrc32c {@code (int) crc.getValue()} of a CRC32C updated over the payload's bytes in order
+     * @throws KVException {@link ErrorCode#INVALID_ARGUMENT} as {@link #writeHeader} does
+     */
+    public static void writeHeaderWithCrc(MemorySegment object, TensorSpec spec, int tokens, long layoutFingerprint,
+                                          int payloadCrc32c) {
+        checkSpec(spec);
+        if (object.byteSize() < HEADER_BYTES + spec.byteSize() || tokens < 0) {
+            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "raw object segment holds " + object.byteSize()
+                    + " bytes, header " + HEADER_BYTES + " + payload " + spec.byteSize() + " of " + spec
+                    + " need " + (HEADER_BYTES + spec.byteSize()) + ", tokens=" + tokens + " must be >= 0")
+                    .operation("encode").hint("allocate RawTensorFormat.encodedSize(spec) bytes").build();
+        }
+        stamp(object, spec, tokens, layoutFingerprint, payloadCrc32c, 0);
+    }
+
+    /**
+     * The payload check of {@link #validate}, for a consumer that checked the header with {@link #validateHeader}
+     * and computed the payload's CRC32C while it scattered the payload out (no second pass).
+     *
+     * @param header the object's first {@link #HEADER_BYTES} bytes (or the object), already found valid
+     * @param payloadCrc32c {@code (int) crc.getValue()} of a CRC32C updated over the payload's bytes in order
+     * @return {@link #OK}, also for an object written without a payload CRC; else {@link #BAD_PAYLOAD_CRC}
+     */
+    public static int verifyPayloadCrc(MemorySegment header, int payloadCrc32c) {
+        if ((header.get(U16, OFF_FLAGS) & FLAG_NO_CRC) != 0) {
+            return OK;
+        }
+        return header.get(I32, OFF_PAYLOAD_CRC) == payloadCrc32c ? OK : BAD_PAYLOAD_CRC;
+    }
+
+    /**
      * Stamps a header, without a payload CRC ({@link #FLAG_NO_CRC}), into a {@link #HEADER_BYTES}-byte segment of
      * its own: for an object whose payload the CPU cannot read, such as one gathered in CUDA device memory and put
      * from there (GPUDirect), where the header is written on the host and copied in front of the payload.

@@ -147,6 +147,22 @@ public final class VllmV0Codec implements ObjectCodec {
             }
         }
 
+        /** vLLM V0 objects carry no checksum. */
+        @Override
+        public boolean fusedChecksum() {
+            return false;
+        }
+
+        @Override
+        public void sealWithCrc(int chunk, int layer, MemorySegment object, int payloadCrc32c) {
+            throw KVException.of(ErrorCode.UNSUPPORTED, "vLLM V0 objects carry no checksum").build();
+        }
+
+        @Override
+        public int verifyPayloadCrc(int chunk, int layer, MemorySegment header, int payloadCrc32c) {
+            throw KVException.of(ErrorCode.UNSUPPORTED, "vLLM V0 objects are validated whole, in host memory").build();
+        }
+
         @Override
         public void sealDetached(int chunk, int layer, MemorySegment header) {
             throw KVException.of(ErrorCode.UNSUPPORTED, "vLLM V0 objects are sealed in host memory").build();

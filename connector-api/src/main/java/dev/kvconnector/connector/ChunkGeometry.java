@@ -25,6 +25,10 @@ public final class ChunkGeometry {
     final long[] layerOffsets;
     final long[] layerObjectBytes;
     final long layerStagingBytes;
+    /** Bytes of one layer's objects of every chunk, without alignment gaps. */
+    final long layerBytes;
+    /** {@code layerKeys[layer][chunk]}: the keys of each layer's objects, planned once per request. */
+    final String[][] layerKeys;
     final long tokenBytes;
     final int tensors;
 
@@ -37,12 +41,21 @@ public final class ChunkGeometry {
         this.layerOffsets = new long[chunks.length];
         this.layerObjectBytes = new long[chunks.length];
         long off = 0;
+        long bytes = 0;
         for (int c = 0; c < chunks.length; c++) {
             layerOffsets[c] = off;
             layerObjectBytes[c] = objects.layerObjectBytes(c, 0);
             off += align(layerObjectBytes[c]);
+            bytes += layerObjectBytes[c];
         }
         this.layerStagingBytes = off;
+        this.layerBytes = bytes;
+        this.layerKeys = new String[layout.numLayers()][chunks.length];
+        for (int l = 0; l < layerKeys.length; l++) {
+            for (int c = 0; c < chunks.length; c++) {
+                layerKeys[l][c] = objects.layerKey(c, l);
+            }
+        }
     }
 
     /** Objects start on 64-byte boundaries in staging, so copies stay cache-line aligned. */

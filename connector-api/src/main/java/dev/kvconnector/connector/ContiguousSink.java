@@ -3,7 +3,9 @@ package dev.kvconnector.connector;
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.layout.KVLayout;
 import dev.kvconnector.tensor.Tensor;
+import dev.kvconnector.memory.ChecksummedCopy;
 import java.lang.foreign.MemorySegment;
+import java.util.zip.CRC32C;
 
 /** Contiguous host tensors {@code perLayer[layer][tensor]} that a drop-select fills: {@link LayerSink#contiguous}. */
 final class ContiguousSink implements HostLayerSink {
@@ -47,5 +49,11 @@ final class ContiguousSink implements HostLayerSink {
     public void scatter(int layer, int tensor, MemorySegment src, long srcOffset, int from, int to) {
         MemorySegment.copy(src, srcOffset, perLayer[layer][tensor].segment(), from * tokenBytes,
                 (to - from) * tokenBytes);
+    }
+
+    @Override
+    public void scatter(int layer, int tensor, MemorySegment src, long srcOffset, int from, int to, CRC32C crc) {
+        ChecksummedCopy.copy(src, srcOffset, perLayer[layer][tensor].segment(), from * tokenBytes,
+                (to - from) * tokenBytes, crc);
     }
 }

@@ -4,7 +4,9 @@ import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.layout.KVLayout;
 import dev.kvconnector.tensor.Tensor;
 import dev.kvconnector.tensor.TensorSpec;
+import dev.kvconnector.memory.ChecksummedCopy;
 import java.lang.foreign.MemorySegment;
+import java.util.zip.CRC32C;
 
 /** One layer's contiguous host tensors, each {@code [T, kvHeads, headSize]}: {@link LayerSource#contiguous}. */
 final class ContiguousSource implements HostLayerSource {
@@ -47,7 +49,18 @@ final class ContiguousSource implements HostLayerSource {
 
     @Override
     public void gather(int layer, int tensor, int from, int to, MemorySegment dst, long dstOffset) {
-        long tokenBytes = tensors[tensor].spec().byteSize() / tensors[tensor].spec().dim(0);
+        long tokenBytes = tokenBytes(tensor);
         MemorySegment.copy(tensors[tensor].segment(), from * tokenBytes, dst, dstOffset, (to - from) * tokenBytes);
+    }
+
+    @Override
+    public void gather(int layer, int tensor, int from, int to, MemorySegment dst, long dstOffset, CRC32C crc) {
+        long tokenBytes = tokenBytes(tensor);
+        ChecksummedCopy.copy(tensors[tensor].segment(), from * tokenBytes, dst, dstOffset, (to - from) * tokenBytes,
+                crc);
+    }
+
+    private long tokenBytes(int tensor) {
+        return tensors[tensor].spec().byteSize() / tensors[tensor].spec().dim(0);
     }
 }

@@ -1,5 +1,7 @@
 package dev.kvconnector.connector;
 
+import dev.kvconnector.error.ErrorCode;
+import dev.kvconnector.error.KVException;
 import dev.kvconnector.paged.PagedKVCache;
 import dev.kvconnector.paged.TokenSlots;
 import dev.kvconnector.tensor.Tensor;
@@ -20,7 +22,8 @@ public final class DropTarget {
     /** Layers into {@code sink} (for a device paged cache: {@code DeviceLayers.of(cache, slots)}). */
     public static DropTarget of(LayerSink sink) {
         if (sink == null) {
-            throw new NullPointerException("a drop target needs a layer sink");
+            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "a drop target needs a layer sink, got null")
+                    .operation("dropSelect").build();
         }
         return new DropTarget(sink, null);
     }

@@ -1,6 +1,7 @@
 package dev.kvconnector.connector;
 
 import java.lang.foreign.MemorySegment;
+import java.util.zip.CRC32C;
 
 /** A {@link LayerSource} in host memory: the connector copies each chunk's tensors straight out of it. */
 public interface HostLayerSource extends LayerSource {
@@ -9,6 +10,9 @@ public interface HostLayerSource extends LayerSource {
      * {@code [to - from, kvHeads, headSize]} contiguous, into {@code dst} at byte offset {@code dstOffset}.
      */
     void gather(int layer, int tensor, int from, int to, MemorySegment dst, long dstOffset);
+
+    /** {@link #gather} that also updates {@code crc} over the copied bytes in their order in {@code dst}, in one pass. */
+    void gather(int layer, int tensor, int from, int to, MemorySegment dst, long dstOffset, CRC32C crc);
 
     @Override
     default void insert(InsertChannel channel, int first, int count) {

@@ -1,6 +1,7 @@
 package dev.kvconnector.connector;
 
 import java.lang.foreign.MemorySegment;
+import java.util.zip.CRC32C;
 
 /** The {@link SinkTransfer} of a {@link HostLayerSink}: each chunk's tensors are scattered from host staging. */
 final class HostSinkTransfer implements SinkTransfer {
@@ -19,6 +20,19 @@ final class HostSinkTransfer implements SinkTransfer {
                 sink.scatter(layer, t, staging, geo.layerOffsets[c] + geo.tensorPayloadOffset(c, t),
                         geo.chunks[c].startToken(), geo.chunks[c].endToken());
             }
+        }
+    }
+
+    @Override
+    public boolean takesObjects() {
+        return true;
+    }
+
+    @Override
+    public void fromObject(int layer, int chunk, MemorySegment object, CRC32C crc) {
+        for (int t = 0; t < geo.tensors; t++) {
+            sink.scatter(layer, t, object, geo.tensorPayloadOffset(chunk, t), geo.chunks[chunk].startToken(),
+                    geo.chunks[chunk].endToken(), crc);
         }
     }
 

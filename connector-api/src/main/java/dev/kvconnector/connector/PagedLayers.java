@@ -4,6 +4,7 @@ import dev.kvconnector.layout.KVLayout;
 import dev.kvconnector.paged.PagedKVCache;
 import dev.kvconnector.paged.TokenSlots;
 import java.lang.foreign.MemorySegment;
+import java.util.zip.CRC32C;
 
 /**
  * A host paged KV cache read or written through one request's slots (a block table or a slot mapping): both a
@@ -24,7 +25,17 @@ public record PagedLayers(PagedKVCache cache, TokenSlots slots) implements HostL
     }
 
     @Override
+    public void gather(int layer, int tensor, int from, int to, MemorySegment dst, long dstOffset, CRC32C crc) {
+        cache.gather(layer, tensor, slots, from, to, dst, dstOffset, crc);
+    }
+
+    @Override
     public void scatter(int layer, int tensor, MemorySegment src, long srcOffset, int from, int to) {
         cache.scatter(src, srcOffset, layer, tensor, slots, from, to);
+    }
+
+    @Override
+    public void scatter(int layer, int tensor, MemorySegment src, long srcOffset, int from, int to, CRC32C crc) {
+        cache.scatter(src, srcOffset, layer, tensor, slots, from, to, crc);
     }
 }

@@ -24,15 +24,12 @@ final class PendingPuts {
 
     /** Pooled staging of at least {@code bytes}; when the pool is full, waits for this insert's puts first. */
     MemorySegment acquire(long bytes) {
-        try {
-            return connector.staging().acquire(bytes);
-        } catch (KVException e) {
-            if (e.code() != ErrorCode.STORE_FULL) {
-                throw e;
-            }
-            await();
-            return connector.staging().acquire(bytes);
+        MemorySegment s = connector.staging().tryAcquire(bytes);
+        if (s != null) {
+            return s;
         }
+        await();
+        return connector.staging().acquire(bytes);
     }
 
     /**

@@ -1,6 +1,7 @@
 package dev.kvconnector.connector;
 
 import java.lang.foreign.MemorySegment;
+import java.util.zip.CRC32C;
 
 /**
  * One drop-select's writes into a {@link LayerSink}, layer by layer, from the objects the connector has read and
@@ -14,6 +15,23 @@ public interface SinkTransfer extends AutoCloseable {
      * {@link ChunkGeometry} says; returns when the sink holds them.
      */
     void fromHost(int layer, MemorySegment staging, int chunks);
+
+    /**
+     * Whether the sink takes one chunk's object at a time from wherever it lies ({@link #fromObject}), for example
+     * from a store's in-place view; false for a sink that needs a whole layer in host staging.
+     */
+    default boolean takesObjects() {
+        return false;
+    }
+
+    /**
+     * Writes chunk {@code chunk}'s tensors of layer {@code layer} from {@code object} (a layer object whose header
+     * was found valid), updating {@code crc} over the payload in tensor order as it copies; only when
+     * {@link #takesObjects()}.
+     */
+    default void fromObject(int layer, int chunk, MemorySegment object, CRC32C crc) {
+        throw new UnsupportedOperationException("this sink takes whole layers");
+    }
 
     /** Whether the store reads layers straight into this sink's own buffers (for example GPUDirect). */
     default boolean direct() {

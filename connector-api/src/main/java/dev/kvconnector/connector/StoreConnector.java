@@ -5,6 +5,7 @@ import dev.kvconnector.codec.ObjectCodec;
 import dev.kvconnector.codec.ObjectCodecs;
 import dev.kvconnector.codec.RawLayerCodec;
 import dev.kvconnector.error.ErrorCode;
+import dev.kvconnector.error.ErrorHandler;
 import dev.kvconnector.error.KVException;
 import dev.kvconnector.key.KeyContext;
 import dev.kvconnector.key.KeyPlan;
@@ -13,6 +14,7 @@ import dev.kvconnector.key.KeySchemes;
 import dev.kvconnector.key.RequestTokens;
 import dev.kvconnector.layout.KVLayout;
 import dev.kvconnector.memory.SegmentPool;
+import dev.kvconnector.store.GetResult;
 import dev.kvconnector.store.KVStore;
 import dev.kvconnector.store.KVStores;
 import dev.kvconnector.store.PutOptions;
@@ -49,6 +51,10 @@ import org.slf4j.LoggerFactory;
  * <p>Sources and sinks that the CPU cannot address (device paged caches, in {@code dev.kvconnector.cuda}) move
  * their layers through {@link ConnectorResources}: the host staging pool, the store's registration, and resources
  * shared by the connector's transfers (a device staging pool), opened on first use and closed with the connector.
+ *
+ * <p>Over 400 lines because it nests its {@link Builder} (the connector's context: one documented setter per
+ * setting) and its {@link ConnectorResources}, both of which read the connector's private state; the connector
+ * itself is about 350.
  */
 public final class StoreConnector implements KVStoreConnector {
     private static final Logger LOG = LoggerFactory.getLogger(StoreConnector.class);
@@ -61,6 +67,10 @@ public final class StoreConnector implements KVStoreConnector {
     private final KeyContext keyContext;
     private final DropMode dropMode;
     private final PutOptions putOptions;
+    private final PutOptions layerPutOptions;
+    private final boolean claims;
+    private final boolean views;
+    private final boolean removes;
     private final boolean checksums;
     private final long layerTimeoutMillis;
     private final SegmentPool staging;
@@ -74,6 +84,7 @@ public final class StoreConnector implements KVStoreConnector {
     private final List<Consumer<MemorySegment>> stagingListeners = new CopyOnWriteArrayList<>();
     private final Resources resources = new Resources();
     private final ConnectorMetrics metrics = new ConnectorMetrics();
+    private final ErrorHandler errorHandler;
     private volatile boolean closed;
     private volatile boolean warnedNoRemove;
 
@@ -83,6 +94,7 @@ public final class StoreConnector implements KVStoreConnector {
         this.layout = b.layout;
         this.scheme = b.schemeInstance != null ? b.schemeInstance : KeySchemes.byName(b.keyScheme);
         this.codec = b.codec != null ? b.codec : ObjectCodecs.forScheme(scheme, layout);
+        this.errorHandler = b.errorHandler;
         this.skipExisting = b.skipExisting;
         if (skipExisting && codec.completion() != Completion.PER_CHUNK) {
             throw KVException.of(ErrorCode.INVALID_ARGUMENT, "skipExisting needs a codec whose objects hold whole "
@@ -94,6 +106,11 @@ public final class StoreConnector implements KVStoreConnector {
                 b.chunkTokens);
         this.dropMode = b.dropMode;
         this.putOptions = PutOptions.DEFAULT.withTtlMillis(b.ttlMillis);
+        this.layerPutOptions = putOptions.withImmutable(scheme.contentAddressed());
+        var caps = store.capabilities();
+        this.claims = caps.contains(StoreCapability.CLAIM);
+        this.views = caps.contains(StoreCapability.VIEW);
+        this.removes = caps.contains(StoreCapability.REMOVE);
         this.checksums = b.checksums;
         this.layerTimeoutMillis = b.layerTimeoutMillis;
         this.registration = store.capabilities().contains(StoreCapability.REGISTERED_MEMORY)
@@ -136,19 +153,41 @@ public final class StoreConnector implements KVStoreConnector {
                 : new StoreInsertSession(this, geo);
     }
 
+    /** {@inheritDoc} Reads every chunk's manifest in one batch call. */
     @Override
     public int lookup(RequestTokens request) {
         ChunkGeometry geo = geometry(request, "lookup");
-        int matched = 0;
-        for (var c : geo.chunks) {
-            // Formats without a manifest (LMCache, vLLM V0) make a chunk visible with its object.
-            String visible = c.manifestKey() != null ? c.manifestKey() : geo.objects.layerKey(c.index(), 0);
-            if (!store.exists(visible)) {
-                break;
-            }
-            matched = c.endToken();
+        int n = geo.chunks.length;
+        if (n == 0) {
+            return 0;
         }
-        return matched;
+        if (codec.completion() == Completion.PER_CHUNK) {
+            // Formats without a manifest (LMCache, vLLM V0) make a chunk visible with its object.
+            int matched = 0;
+            for (int c = 0; c < n && store.exists(geo.objects.layerKey(c, 0)); c++) {
+                matched = geo.chunks[c].endToken();
+            }
+            return matched;
+        }
+        long slot = ChunkGeometry.align(ChunkGeometry.MANIFEST_BYTES);
+        MemorySegment buf = staging.acquire(n * slot);
+        try {
+            String[] keys = new String[n];
+            MemorySegment[] dsts = new MemorySegment[n];
+            long[] results = new long[n];
+            for (int c = 0; c < n; c++) {
+                keys[c] = geo.chunks[c].manifestKey();
+                dsts[c] = buf.asSlice(c * slot, ChunkGeometry.MANIFEST_BYTES);
+            }
+            store.getIntoBatch(keys, dsts, n, results);
+            int matched = 0;
+            for (int c = 0; c < n && !GetResult.isMiss(results[c]); c++) {
+                matched = geo.chunks[c].endToken();
+            }
+            return matched;
+        } finally {
+            staging.release(buf);
+        }
     }
 
     @Override
@@ -245,6 +284,15 @@ public final class StoreConnector implements KVStoreConnector {
         }
     }
 
+    /** Hands a failure on an I/O thread to the configured {@link ErrorHandler}. */
+    void onIoError(String where, Throwable failure) {
+        try {
+            errorHandler.onError(where + " " + store.uri(), failure);
+        } catch (RuntimeException e) {
+            failure.addSuppressed(e);
+        }
+    }
+
     ConnectorMetrics metricsRecorder() {
         return metrics;
     }
@@ -257,6 +305,21 @@ public final class StoreConnector implements KVStoreConnector {
         return putOptions;
     }
 
+    /** Options of layer puts: immutable when the key scheme is content-addressed. */
+    PutOptions layerPutOptions() {
+        return layerPutOptions;
+    }
+
+    /** Whether the store declares {@link StoreCapability#CLAIM}. */
+    boolean claims() {
+        return claims;
+    }
+
+    /** Whether the store declares {@link StoreCapability#VIEW}. */
+    boolean views() {
+        return views;
+    }
+
     boolean checksums() {
         return checksums;
     }
@@ -266,25 +329,23 @@ public final class StoreConnector implements KVStoreConnector {
     }
 
     /**
-     * Removes keys; a store whose protocol has no delete (an LMCache server) keeps them until it evicts them, which
-     * is logged once rather than failing a read that already succeeded. Unmanifested objects stay invisible.
+     * Removes keys; a store without {@link StoreCapability#REMOVE} (an LMCache server, whose protocol has no delete)
+     * keeps them until it evicts them, which is logged once rather than failing a read that already succeeded.
+     * Unmanifested objects stay invisible.
      */
     void removeOrKeep(String[] keys, int count, String op, boolean consumed) {
-        try {
-            if (consumed) {
-                store.removeConsumed(keys, count);
-            } else {
-                store.removeBatch(keys, count);
-            }
-        } catch (KVException e) {
-            if (e.code() != ErrorCode.UNSUPPORTED) {
-                throw e;
-            }
+        if (!removes) {
             if (!warnedNoRemove) {
                 warnedNoRemove = true;
-                LOG.warn("{} cannot remove objects ({}); after {} they stay until the store evicts them. Use "
-                        + "DropMode.RETAIN with this store", store.uri(), e.getMessage(), op);
+                LOG.warn("{} cannot remove objects (it does not declare {}); after {} they stay until the store "
+                        + "evicts them. Use DropMode.RETAIN with this store", store.uri(), StoreCapability.REMOVE, op);
             }
+            return;
+        }
+        if (consumed) {
+            store.removeConsumed(keys, count);
+        } else {
+            store.removeBatch(keys, count);
         }
     }
 
@@ -430,25 +491,29 @@ public final class StoreConnector implements KVStoreConnector {
         }
     }
 
-    /** Configures a {@link StoreConnector}. Every number has a default that suits one 8-GPU node. */
+    /**
+     * Configures a {@link StoreConnector}: the connector's context, validated once by {@link #build()}. Every
+     * setting starts from its {@link ConnectorConfiguration} system property or default, which suits one 8-GPU node.
+     */
     public static final class Builder {
         private final KVStore store;
         private final String storeUri;
         private final KVLayout layout;
         private ObjectCodec codec;
         private String modelId;
-        private String keyScheme = KeySchemes.DEFAULT;
+        private String keyScheme = ConnectorConfiguration.keyScheme();
         private KeyScheme schemeInstance;
         private boolean skipExisting;
         private int tpRank;
         private int worldSize = 1;
-        private int chunkTokens = KeyContext.DEFAULT_CHUNK_TOKENS;
-        private DropMode dropMode = DropMode.CONSUME;
-        private long ttlMillis;
-        private boolean checksums = true;
-        private long stagingBytes = 1L << 30;
-        private int ioThreads = -1;
-        private long layerTimeoutMillis = 10_000;
+        private int chunkTokens = ConnectorConfiguration.chunkTokens();
+        private DropMode dropMode = ConnectorConfiguration.dropMode();
+        private long ttlMillis = ConnectorConfiguration.ttlMillis();
+        private boolean checksums = ConnectorConfiguration.checksums();
+        private long stagingBytes = ConnectorConfiguration.stagingBytes();
+        private int ioThreads = ConnectorConfiguration.ioThreads();
+        private long layerTimeoutMillis = ConnectorConfiguration.layerTimeoutMillis();
+        private ErrorHandler errorHandler = ErrorHandler.LOGGING;
 
         private Builder(KVStore store, String storeUri, KVLayout layout) {
             if (layout == null) {
@@ -457,6 +522,12 @@ public final class StoreConnector implements KVStoreConnector {
             this.store = store;
             this.storeUri = storeUri;
             this.layout = layout;
+        }
+
+        /** Receives failures on the connector's I/O threads (default {@link ErrorHandler#LOGGING}). */
+        public Builder errorHandler(ErrorHandler handler) {
+            this.errorHandler = handler;
+            return this;
         }
 
         /**
@@ -555,10 +626,13 @@ public final class StoreConnector implements KVStoreConnector {
 
         /** Builds the connector; invalid settings are {@code INVALID_ARGUMENT} errors. */
         public StoreConnector build() {
-            if (ioThreads < -1 || stagingBytes < 1 || layerTimeoutMillis < 0 || ttlMillis < 0) {
+            if (ioThreads < -1 || stagingBytes < 1 || layerTimeoutMillis < 0 || ttlMillis < 0
+                    || errorHandler == null || dropMode == null) {
                 throw KVException.of(ErrorCode.INVALID_ARGUMENT, "connector settings: ioThreads=" + ioThreads
                         + " stagingBytes=" + stagingBytes + " layerTimeoutMillis=" + layerTimeoutMillis + " ttlMillis="
-                        + ttlMillis + " (need ioThreads >= 0, stagingBytes >= 1, the rest >= 0)").build();
+                        + ttlMillis + " errorHandler=" + errorHandler + " dropMode=" + dropMode
+                        + " (need ioThreads >= 0, stagingBytes >= 1, the rest >= 0, an error handler and a drop mode)")
+                        .build();
             }
             if (store != null) {
                 return new StoreConnector(this, store);

@@ -7,14 +7,16 @@ import dev.kvconnector.error.KVException;
 import dev.kvconnector.key.ChunkKeys;
 import dev.kvconnector.store.GetResult;
 import dev.kvconnector.store.KVStore;
-import dev.kvconnector.tensor.Tensor;
+import dev.kvconnector.store.StoreView;
 import dev.kvconnector.tensor.DType;
+import dev.kvconnector.tensor.Tensor;
 import dev.kvconnector.tensor.TensorSpec;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.zip.CRC32C;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -23,6 +25,9 @@ import org.slf4j.LoggerFactory;
  * committed prefix; layer-wise, it polls for each layer's objects (backing off from 10 us to 1 ms) until the
  * connector's layer timeout, and checks the manifests last. Every object is validated by the codec before the
  * sink sees it; a bad or absent one is a miss with its reason.
+ *
+ * <p>Over 400 lines because its three read paths (staged, in place from a store view, straight into a sink's device
+ * buffers) share the manifests, the miss reasons and the layer-wise wait; apart, each would repeat them.
  */
 final class StoreDropSession implements DropSession {
     private static final Logger LOG = LoggerFactory.getLogger(StoreDropSession.class);
@@ -33,6 +38,12 @@ final class StoreDropSession implements DropSession {
     private final KVStore store;
     private final ChunkGeometry geo;
     private final ObjectPlan objects;
+    /** The store's view handle when it reads in place ({@code VIEW}), else null; used by the load's thread only. */
+    private final StoreView view;
+    private final CRC32C crc = new CRC32C();
+    /** Each layer's destinations and results, reused layer after layer by the load's one thread. */
+    private final MemorySegment[] layerDsts;
+    private final long[] layerResults;
     private final DropTarget target;
     private final DropMode mode;
     private final boolean streaming;
@@ -54,6 +65,9 @@ final class StoreDropSession implements DropSession {
         this.store = connector.store();
         this.geo = geo;
         this.objects = geo.objects;
+        this.layerDsts = new MemorySegment[geo.chunks.length];
+        this.layerResults = new long[geo.chunks.length];
+        this.view = connector.views() ? connector.store().newView() : null;
         this.target = target;
         this.mode = mode;
         this.streaming = streaming;
@@ -85,8 +99,8 @@ final class StoreDropSession implements DropSession {
             if (!r.isHit()) {
                 LOG.debug("drop-select missed on {}: {} ({})", store.uri(), r.reason(), r.detail());
             }
-        } else {
-            LOG.warn("drop-select failed on {}: {}", store.uri(), f.toString());
+        } else if (streaming) {
+            connector.onIoError("layer-wise drop-select (its awaitLayer and result throw it) from", f);
         }
     }
 
@@ -148,16 +162,30 @@ final class StoreDropSession implements DropSession {
 
     private int committedChunks;
 
-    /** Reads manifests in order; without waiting, stops at the first absent one (the longest committed prefix). */
+    /**
+     * Reads the manifests in one batch call and checks them in order; without waiting, stops at the first absent
+     * one (the longest committed prefix); waiting, polls for each absent one until the deadline.
+     */
     private DropResult readManifests(int chunks, boolean wait) {
         long slot = ChunkGeometry.align(ChunkGeometry.MANIFEST_BYTES);
-        MemorySegment staging = connector.staging().acquire(slot);
+        MemorySegment staging = connector.staging().acquire(chunks * slot);
         try {
-            MemorySegment m = staging.asSlice(0, ChunkGeometry.MANIFEST_BYTES);
+            String[] keys = new String[chunks];
+            MemorySegment[] dsts = new MemorySegment[chunks];
+            long[] results = new long[chunks];
+            for (int c = 0; c < chunks; c++) {
+                keys[c] = geo.chunks[c].manifestKey();
+                dsts[c] = staging.asSlice(c * slot, ChunkGeometry.MANIFEST_BYTES);
+            }
+            store.getIntoBatch(keys, dsts, chunks, results);
             int c = 0;
             for (; c < chunks; c++) {
-                String key = geo.chunks[c].manifestKey();
-                long r = wait ? getWaiting(key, m) : store.getInto(key, m);
+                String key = keys[c];
+                MemorySegment m = dsts[c];
+                long r = results[c];
+                if (GetResult.isMiss(r) && wait) {
+                    r = getWaiting(key, m);
+                }
                 if (GetResult.isMiss(r)) {
                     if (wait) {
                         return DropResult.miss(requestedTokens, MissReason.TIMED_OUT, "the producer did not commit "
@@ -195,15 +223,17 @@ final class StoreDropSession implements DropSession {
         if (sink.direct()) {
             return readLayerDirect(layer, chunks);
         }
+        if (view != null && sink.takesObjects() && objects.fusedChecksum()) {
+            return readLayerInPlace(layer, chunks);
+        }
         long start = System.nanoTime();
         MemorySegment staging = connector.staging().acquire(geo.layerStagingBytes);
         try {
-            String[] keys = new String[chunks];
-            MemorySegment[] dsts = new MemorySegment[chunks];
-            long[] results = new long[chunks];
+            String[] keys = geo.layerKeys[layer];
+            MemorySegment[] dsts = layerDsts;
+            long[] results = layerResults;
             long bytes = 0;
             for (int c = 0; c < chunks; c++) {
-                keys[c] = objects.layerKey(c, layer);
                 dsts[c] = staging.asSlice(geo.layerOffsets[c], geo.layerObjectBytes[c]);
             }
             store.getIntoBatch(keys, dsts, chunks, results);
@@ -230,6 +260,55 @@ final class StoreDropSession implements DropSession {
     }
 
     /**
+     * A layer from a store that reads in place ({@code VIEW}) into a sink that takes objects: each chunk's object is
+     * checked by its header, scattered straight from the store's memory with the CRC fused into the scatter, then
+     * its CRC compared. A mismatch is a {@code CORRUPT} miss (the sink's copy of that chunk counts as not loaded).
+     */
+    private DropResult readLayerInPlace(int layer, int chunks) {
+        long start = System.nanoTime();
+        String[] keys = geo.layerKeys[layer];
+        long bytes = 0;
+        for (int c = 0; c < chunks; c++) {
+            long r = viewWaiting(keys[c]);
+            try {
+                DropResult miss = missOrTooSmall(r, keys[c], geo.layerObjectBytes[c], "layer " + layer);
+                if (miss != null) {
+                    return miss;
+                }
+                MemorySegment object = view.segment();
+                miss = statusMiss(objects.validateHeader(c, layer, object, r), keys[c]);
+                if (miss != null) {
+                    return miss;
+                }
+                crc.reset();
+                sink.fromObject(layer, c, object, crc);
+                miss = statusMiss(objects.verifyPayloadCrc(c, layer, object, (int) crc.getValue()), keys[c]);
+                if (miss != null) {
+                    return miss;
+                }
+                bytes += r;
+            } finally {
+                view.close();
+            }
+        }
+        connector.metricsRecorder().recordDropLayer(System.nanoTime() - start, bytes);
+        return null;
+    }
+
+    /** {@link KVStore#tryView}, polled as {@link #getWaiting} polls when the session streams. */
+    private long viewWaiting(String key) {
+        long backoff = MIN_BACKOFF_NANOS;
+        while (true) {
+            long r = store.tryView(key, view);
+            if (!GetResult.isMiss(r) || !streaming || System.nanoTime() - deadlineNanos >= 0) {
+                return r;
+            }
+            LockSupport.parkNanos(backoff);
+            backoff = Math.min(MAX_BACKOFF_NANOS, backoff * 2);
+        }
+    }
+
+    /**
      * A layer for a direct sink (a device cache with a {@code DEVICE_MEMORY} store): read straight into the sink's
      * own buffer (GPUDirect), headers copied back to check them (the payload checksum cannot be checked without the
      * payload on the host), then written into the sink.
@@ -239,11 +318,10 @@ final class StoreDropSession implements DropSession {
         MemorySegment deviceLayer = sink.acquireLayer();
         MemorySegment headers = null;
         try {
-            String[] keys = new String[chunks];
-            MemorySegment[] dsts = new MemorySegment[chunks];
-            long[] results = new long[chunks];
+            String[] keys = geo.layerKeys[layer];
+            MemorySegment[] dsts = layerDsts;
+            long[] results = layerResults;
             for (int c = 0; c < chunks; c++) {
-                keys[c] = objects.layerKey(c, layer);
                 dsts[c] = deviceLayer.asSlice(geo.layerOffsets[c], geo.layerObjectBytes[c]);
             }
             store.getIntoBatch(keys, dsts, chunks, results);

@@ -6,28 +6,42 @@ import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
 import dev.kvconnector.key.ChunkKeys;
 import dev.kvconnector.layout.KVLayout;
+import dev.kvconnector.store.ClaimResult;
+import dev.kvconnector.store.KVStore;
+import dev.kvconnector.store.PutOptions;
+import dev.kvconnector.store.StoreClaim;
 import dev.kvconnector.tensor.Tensor;
 import dev.kvconnector.tensor.TensorSpec;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.ArrayDeque;
+import java.util.Arrays;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
+import java.util.zip.CRC32C;
 
 /**
  * The {@link InsertSession} of a {@link StoreConnector}: each layer is copied into pooled staging before
  * {@code putLayer} returns, sealed by the codec and put on the connector's I/O threads, overlapping the next layer's
  * compute; {@link #commit()} writes the manifests, last. It is also the {@link InsertChannel} through which sources
  * that move layers themselves (device caches) hand them on.
+ *
+ * <p>Over 400 lines because its three put paths (claimed, staged, detached), the pooled put tasks, commit and abort
+ * all share one piece of state, the session's count of puts in flight and their first failure; split apart, that
+ * state would have to be exposed to each.
  */
 final class StoreInsertSession implements InsertSession, InsertChannel {
-    private static final Logger LOG = LoggerFactory.getLogger(StoreInsertSession.class);
     private enum State { OPEN, COMMITTED, ABORTED }
 
     private final StoreConnector connector;
     private final ChunkGeometry geo;
     private final ObjectPlan objects;
+    /** The store's claim handle, reused for every object, when the store claims; else null. */
+    private final StoreClaim claim;
+    private final CRC32C crc = new CRC32C();
+    private final Consumer<MemorySegment> releaseStaging;
+    /** Put tasks whose put is done, reused by the next layer; guarded by {@link #pendingLock}. */
+    private final ArrayDeque<PutTask> idleTasks = new ArrayDeque<>();
     private final KVLayout layout;
     private final int tokens;
     private final boolean[] layerPut;
@@ -41,6 +55,8 @@ final class StoreInsertSession implements InsertSession, InsertChannel {
         this.connector = connector;
         this.geo = geo;
         this.objects = geo.objects;
+        this.claim = connector.claims() ? connector.store().newClaim() : null;
+        this.releaseStaging = connector.staging()::release;
         this.layout = connector.layout();
         this.tokens = geo.plan.totalTokens();
         this.layerPut = new boolean[layout.numLayers()];
@@ -87,55 +103,100 @@ final class StoreInsertSession implements InsertSession, InsertChannel {
         connector.staging().release(staging);
     }
 
+    /**
+     * Gathers straight into the store's memory when it claims ({@code CLAIM}), with the CRC fused into the gather;
+     * when a claim finds the store full, the layer takes the staged path, whose put reports a store that stays full.
+     */
     @Override
     public void putHost(int layer, HostLayerSource source) {
         long start = System.nanoTime();
+        if (claim != null && putClaimed(layer, source, start)) {
+            return;
+        }
         MemorySegment staging = acquire(geo.layerStagingBytes);
+        PutTask task = takeTask();
         try {
             for (int c = 0; c < geo.chunks.length; c++) {
-                ChunkKeys ck = geo.chunks[c];
-                for (int t = 0; t < geo.tensors; t++) {
-                    source.gather(layer, t, ck.startToken(), ck.endToken(), staging,
-                            geo.layerOffsets[c] + geo.tensorPayloadOffset(c, t));
-                }
+                MemorySegment object = staging.asSlice(geo.layerOffsets[c], geo.layerObjectBytes[c]);
+                gather(layer, c, source, object);
+                task.values[c] = object;
             }
         } catch (RuntimeException e) {
             connector.staging().release(staging);
+            recycle(task);
             throw e;
         }
-        submitStaged(layer, staging, start);
+        layerPut[layer] = true;
+        submit(task, geo.layerKeys[layer], staging, releaseStaging, start, geo.layerBytes, true,
+                connector.layerPutOptions());
+    }
+
+    /** Gathers chunk {@code c}'s tensors of {@code layer} into {@code object} and seals it, CRC fused if it can. */
+    private void gather(int layer, int c, HostLayerSource source, MemorySegment object) {
+        ChunkKeys ck = geo.chunks[c];
+        if (objects.fusedChecksum()) {
+            crc.reset();
+            for (int t = 0; t < geo.tensors; t++) {
+                source.gather(layer, t, ck.startToken(), ck.endToken(), object, geo.tensorPayloadOffset(c, t), crc);
+            }
+            objects.sealWithCrc(c, layer, object, (int) crc.getValue());
+        } else {
+            for (int t = 0; t < geo.tensors; t++) {
+                source.gather(layer, t, ck.startToken(), ck.endToken(), object, geo.tensorPayloadOffset(c, t));
+            }
+            objects.seal(c, layer, object);
+        }
+    }
+
+    /** Puts every chunk of {@code layer} through a claim; false when the store was full (nothing more claimed). */
+    private boolean putClaimed(int layer, HostLayerSource source, long start) {
+        KVStore store = connector.store();
+        String[] keys = geo.layerKeys[layer];
+        for (int c = 0; c < keys.length; c++) {
+            int code = store.tryClaim(keys[c], geo.layerObjectBytes[c], connector.layerPutOptions(), claim);
+            if (code == ClaimResult.FULL) {
+                return false;
+            }
+            if (code != ClaimResult.CLAIMED) {
+                throw usage(ErrorCode.INTERNAL, "claim of " + keys[c] + " answered " + ClaimResult.describe(code)
+                        + " to a put that is not if-absent");
+            }
+            boolean committed = false;
+            try {
+                gather(layer, c, source, claim.segment());
+                committed = claim.commit();
+            } finally {
+                if (!committed) {
+                    claim.abort();
+                }
+            }
+            layerPut[layer] = true;
+        }
+        connector.metricsRecorder().recordInsertLayer(System.nanoTime() - start, geo.layerBytes);
+        return true;
     }
 
     @Override
     public void submitStaged(int layer, MemorySegment staging, long startNanos) {
-        int n = geo.chunks.length;
-        String[] keys = new String[n];
-        MemorySegment[] values = new MemorySegment[n];
-        long bytes = 0;
-        for (int c = 0; c < n; c++) {
+        PutTask task = takeTask();
+        for (int c = 0; c < geo.chunks.length; c++) {
             MemorySegment object = staging.asSlice(geo.layerOffsets[c], geo.layerObjectBytes[c]);
             objects.seal(c, layer, object);
-            keys[c] = objects.layerKey(c, layer);
-            values[c] = object;
-            bytes += object.byteSize();
+            task.values[c] = object;
         }
         layerPut[layer] = true;
-        MemorySegment lease = staging;
-        submit(keys, values, () -> connector.staging().release(lease), startNanos, bytes, true);
+        submit(task, geo.layerKeys[layer], staging, releaseStaging, startNanos, geo.layerBytes, true,
+                connector.layerPutOptions());
     }
 
     @Override
     public void submitDetached(int layer, MemorySegment[] objectSegments, MemorySegment lease,
                                Consumer<MemorySegment> releaseLease, long startNanos) {
-        int n = geo.chunks.length;
-        String[] keys = new String[n];
-        long bytes = 0;
-        for (int c = 0; c < n; c++) {
-            keys[c] = objects.layerKey(c, layer);
-            bytes += objectSegments[c].byteSize();
-        }
+        PutTask task = takeTask();
+        System.arraycopy(objectSegments, 0, task.values, 0, geo.chunks.length);
         layerPut[layer] = true;
-        submit(keys, objectSegments, () -> releaseLease.accept(lease), startNanos, bytes, true);
+        submit(task, geo.layerKeys[layer], lease, releaseLease, startNanos, geo.layerBytes, true,
+                connector.layerPutOptions());
     }
 
     @Override
@@ -161,7 +222,7 @@ final class StoreInsertSession implements InsertSession, InsertChannel {
         long start = System.nanoTime();
         MemorySegment staging = acquire(total);
         String[] keys = new String[n];
-        MemorySegment[] values = new MemorySegment[n];
+        PutTask task = takeTask();
         long bytes = 0;
         for (int c = 0; c < n; c++) {
             ChunkKeys ck = geo.chunks[c];
@@ -170,54 +231,103 @@ final class StoreInsertSession implements InsertSession, InsertChannel {
                     ck.tokens() * rowBytes);
             objects.sealHidden(c, s.dtype(), object);
             keys[c] = objects.hiddenKey(c);
-            values[c] = object;
+            task.values[c] = object;
             bytes += object.byteSize();
         }
         hiddenPut = true;
-        submit(keys, values, () -> connector.staging().release(staging), start, bytes, false);
+        submit(task, keys, staging, releaseStaging, start, bytes, false, connector.putOptions());
     }
 
-    /** Puts asynchronously, then runs {@code release} to give the memory back. */
-    private void submit(String[] keys, MemorySegment[] values, Runnable release, long startNanos, long bytes,
-                        boolean layerMetric) {
+    /** Puts {@code task}'s values under {@code keys} asynchronously, then gives {@code lease} to {@code release}. */
+    private void submit(PutTask task, String[] keys, MemorySegment lease, Consumer<MemorySegment> release,
+                        long startNanos, long bytes, boolean layerMetric, PutOptions options) {
         synchronized (pendingLock) {
             pending++;
         }
-        long stagedNanos = System.nanoTime() - startNanos;
-        connector.executePut(() -> {
+        task.keys = keys;
+        task.lease = lease;
+        task.release = release;
+        task.stagedNanos = System.nanoTime() - startNanos;
+        task.bytes = bytes;
+        task.layerMetric = layerMetric;
+        task.options = options;
+        connector.executePut(task);
+    }
+
+    /** A put task from the session's pool, or a new one while fewer than the puts in flight exist. */
+    private PutTask takeTask() {
+        synchronized (pendingLock) {
+            PutTask t = idleTasks.pollFirst();
+            return t != null ? t : new PutTask(geo.chunks.length);
+        }
+    }
+
+    private void recycle(PutTask task) {
+        task.keys = null;
+        task.lease = null;
+        task.release = null;
+        task.options = null;
+        Arrays.fill(task.values, null);
+        synchronized (pendingLock) {
+            idleTasks.addFirst(task);
+        }
+    }
+
+    /**
+     * One asynchronous batch put of a layer's (or the hidden states') objects, with its value and result arrays;
+     * reused through the session's pool, so that a steady insert allocates no task per layer.
+     */
+    private final class PutTask implements Runnable {
+        final MemorySegment[] values;
+        final boolean[] stored;
+        String[] keys;
+        MemorySegment lease;
+        Consumer<MemorySegment> release;
+        long stagedNanos;
+        long bytes;
+        boolean layerMetric;
+        PutOptions options;
+
+        PutTask(int chunks) {
+            this.values = new MemorySegment[chunks];
+            this.stored = new boolean[chunks];
+        }
+
+        @Override
+        public void run() {
             try {
                 long putStart = System.nanoTime();
-                boolean[] stored = new boolean[keys.length];
-                connector.store().putBatch(keys, values, keys.length, connector.putOptions(), stored);
+                connector.store().putBatch(keys, values, keys.length, options, stored);
                 if (layerMetric) {
                     // Staging plus the store's put; time queued behind earlier layers is not the layer's transfer.
                     connector.metricsRecorder().recordInsertLayer(stagedNanos + System.nanoTime() - putStart, bytes);
                 }
             } catch (Throwable t) {
                 if (failure.compareAndSet(null, t)) {
-                    LOG.warn("layer put to {} failed; the insert will abort at commit: {}", connector.store().uri(),
-                            t.toString());
+                    connector.onIoError("layer put (the insert aborts at commit) to", t);
                 }
             } finally {
-                release.run();
+                release.accept(lease);
+                recycle(this);
                 synchronized (pendingLock) {
                     pending--;
                     pendingLock.notifyAll();
                 }
             }
-        });
+        }
     }
 
+    /**
+     * Pooled staging; a full pool is back-pressure, a null from {@code tryAcquire} rather than an exception: wait
+     * for this insert's puts to give theirs back, then lease or report {@code STORE_FULL}.
+     */
     private MemorySegment acquire(long bytes) {
-        try {
-            return connector.staging().acquire(bytes);
-        } catch (KVException e) {
-            if (e.code() != ErrorCode.STORE_FULL) {
-                throw e;
-            }
-            awaitPending();
-            return connector.staging().acquire(bytes);
+        MemorySegment s = connector.staging().tryAcquire(bytes);
+        if (s != null) {
+            return s;
         }
+        awaitPending();
+        return connector.staging().acquire(bytes);
     }
 
     private void awaitPending() {

@@ -8,17 +8,19 @@
  *
  * <h2>Device caches in the connector</h2>
  * An engine whose paged KV cache lives in GPU memory wraps its device allocations in a
- * {@link dev.kvconnector.cuda.DevicePagedKVCache} (no GPU call) and hands it to the connector:
+ * {@link dev.kvconnector.cuda.DevicePagedKVCache} (no GPU call) and hands it to the connector as a layer source
+ * and sink, {@link dev.kvconnector.cuda.DeviceLayers}:
  * <pre>{@code
  * DevicePagedKVCache cache = DevicePagedKVCache.wrap(layout, numBlocks, cudaOrdinal, devicePointers);
  * try (InsertSession insert = kv.beginInsert(prompt)) {
- *     insert.putLayers(cache, blockTable);          // or putLayer(layer, cache, blockTable) as each layer is done
+ *     insert.putLayers(DeviceLayers.of(cache, blockTable));  // or putLayer(layer, DeviceLayers.of(..)) per layer
  *     insert.commit();
  * }
- * DropResult r = kv.dropSelect(prompt, DropTarget.device(cache, myBlockTable));
+ * DropResult r = kv.dropSelect(prompt, DropTarget.of(DeviceLayers.of(cache, myBlockTable)));
  * }</pre>
- * The connector opens a {@link dev.kvconnector.cuda.CudaStaging} for that GPU on first use (primary context,
- * kernels, a pool of device staging buffers, a pool of streams). Per layer, the paged-KV gather kernel copies the
+ * On first use a connector opens one {@link dev.kvconnector.cuda.CudaStaging} for that GPU (primary context, kernels,
+ * a pool of device staging buffers, a pool of streams), held as a shared resource of the connector
+ * ({@code ConnectorResources.shared}) and closed with it; the connector package itself knows nothing of CUDA. Per layer, the paged-KV gather kernel copies the
  * request's rows into a device buffer laid out like the stored objects (per chunk: a 64-byte header, then K, then V),
  * and then:
  * <ul>
@@ -32,8 +34,8 @@
  *   <li>for a store with {@code StoreCapability.DEVICE_MEMORY} ({@code mooncake://} with {@code gpu-direct=true}):
  *       the device buffers are registered with the store as they are allocated ({@code register_buffer} on the device
  *       address) and the store puts from them and gets into them directly (GPUDirect RDMA). Only the headers cross
- *       to the host: written there without a payload CRC ({@code RawTensorFormat.writeDetachedHeader}) and copied up,
- *       and on drop-select copied down and checked ({@code RawTensorFormat.validateHeader}).</li>
+ *       to the host: written there without a payload CRC (the codec's {@code sealDetached}) and copied up, and on
+ *       drop-select copied down and checked (the codec's {@code validateHeader}).</li>
  * </ul>
  * The layer must be complete on the device when it is put (the engine has synchronized the stream that wrote it);
  * a drop-select layer counts as loaded once its scatter has completed. Slots are checked on the host before they are

@@ -11,6 +11,15 @@ public interface KeyScheme {
     /** How this scheme cuts a request into objects. */
     Granularity granularity();
 
+    /**
+     * Whether a key names one value forever: it binds everything the value depends on (model, layout, rank and
+     * every token of the prefix), so a store may keep an existing value instead of replacing it
+     * ({@code PutOptions.immutable()}). Default false.
+     */
+    default boolean contentAddressed() {
+        return false;
+    }
+
     /** Computes every key of {@code request}. */
     KeyPlan plan(KeyContext context, RequestTokens request);
 }

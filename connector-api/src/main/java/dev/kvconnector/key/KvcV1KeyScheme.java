@@ -56,6 +56,12 @@ public final class KvcV1KeyScheme implements KeyScheme {
         return NAME;
     }
 
+    /** True: a layer key binds the model, the layout, the rank and every token of the prefix up to its chunk. */
+    @Override
+    public boolean contentAddressed() {
+        return true;
+    }
+
     @Override
     public Granularity granularity() {
         return Granularity.CHUNK_LAYER;

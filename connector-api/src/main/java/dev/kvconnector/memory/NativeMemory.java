@@ -20,6 +20,7 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 public final class NativeMemory {
     private static final MethodHandle MALLOC;
+    private static final MethodHandle ALIGNED_ALLOC;
     private static final MethodHandle FREE;
     private static final AtomicLong LIVE_BYTES = new AtomicLong();
     private static final AtomicLong LIVE_BLOCKS = new AtomicLong();
@@ -27,6 +28,8 @@ public final class NativeMemory {
     static {
         Linker linker = Linker.nativeLinker();
         MALLOC = downcall(linker, "malloc", FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.JAVA_LONG));
+        ALIGNED_ALLOC = downcall(linker, "aligned_alloc", FunctionDescriptor.of(ValueLayout.ADDRESS,
+                ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG));
         FREE = downcall(linker, "free", FunctionDescriptor.ofVoid(ValueLayout.ADDRESS));
     }
 
@@ -70,10 +73,45 @@ public final class NativeMemory {
         return p.reinterpret(bytes);
     }
 
-    /** Frees a segment returned by {@link #allocate}; the segment must not be used afterwards. */
+    /**
+     * Allocates {@code bytes} of unzeroed memory aligned to {@code alignment} bytes (C11 {@code aligned_alloc}),
+     * for memory that is registered page by page (page-locked, or an RDMA memory region).
+     *
+     * @param alignment a power of two, at least 16
+     * @param bytes a positive multiple of {@code alignment}
+     * @throws KVException {@code INVALID_ARGUMENT} for sizes that break those rules; {@code STORE_FULL} when the C
+     *     library has no memory left
+     */
+    @SuppressWarnings("restricted")
+    public static MemorySegment allocateAligned(long bytes, long alignment) {
+        if (alignment < 16 || Long.bitCount(alignment) != 1 || bytes <= 0 || bytes % alignment != 0) {
+            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "cannot allocate " + bytes + " bytes aligned to "
+                    + alignment + ": the alignment must be a power of two >= 16 and the size a positive multiple of it")
+                    .build();
+        }
+        MemorySegment p;
+        try {
+            p = (MemorySegment) ALIGNED_ALLOC.invokeExact(alignment, bytes);
+        } catch (Throwable t) {
+            throw KVException.of(ErrorCode.INTERNAL, "aligned_alloc failed").cause(t).build();
+        }
+        if (p.address() == 0) {
+            throw KVException.of(ErrorCode.STORE_FULL, "aligned_alloc of " + bytes + " bytes returned NULL")
+                    .hint("the process is out of native memory; lower the staging bound").build();
+        }
+        LIVE_BYTES.addAndGet(bytes);
+        LIVE_BLOCKS.incrementAndGet();
+        return p.reinterpret(bytes);
+    }
+
+    /**
+     * Frees a segment returned by {@link #allocate} or {@link #allocateAligned}, or a segment over the same address
+     * and size (for example one reinterpreted into an arena's scope, also after that arena closed); the memory must
+     * not be used afterwards.
+     */
     public static void free(MemorySegment segment) {
         try {
-            FREE.invokeExact(segment);
+            FREE.invokeExact(MemorySegment.ofAddress(segment.address()));
         } catch (Throwable t) {
             throw KVException.of(ErrorCode.INTERNAL, "free failed").cause(t).build();
         }

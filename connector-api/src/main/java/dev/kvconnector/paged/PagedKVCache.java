@@ -3,9 +3,11 @@ package dev.kvconnector.paged;
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
 import dev.kvconnector.layout.KVLayout;
+import dev.kvconnector.memory.ChecksummedCopy;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.zip.CRC32C;
 
 /**
  * A view of a paged KV cache in vLLM's flash layout: for every layer and every tensor of the layer (K and V for
@@ -14,6 +16,11 @@ import java.util.concurrent.atomic.AtomicLong;
  * <p>{@link #gather} copies a request's tokens from their blocks into a contiguous {@code [T, kvHeads, headSize]}
  * region and {@link #scatter} copies back. Consecutive slots are copied as one run, so a block-aligned request
  * moves in {@code blockSize}-token copies. Every slot is bounds-checked against the cache.
+ *
+ * <p>The forms that take a {@link CRC32C} fuse the integrity check into the copy: each run is copied in chunks of
+ * at most {@link ChecksummedCopy#CHUNK_BYTES} and the CRC is updated over each chunk while it is still in cache, in
+ * token order, so that after gathering every tensor of a layer into a payload, in payload order, the CRC equals the
+ * CRC32C of the payload: no second pass. They allocate nothing once compiled.
  */
 public final class PagedKVCache implements AutoCloseable {
     private static final AtomicLong LIVE_OWNED = new AtomicLong();
@@ -106,8 +113,33 @@ public final class PagedKVCache implements AutoCloseable {
         copy(layer, tensor, slots, from, to, src, srcOffset, false);
     }
 
+    /**
+     * {@link #gather(int, int, TokenSlots, int, int, MemorySegment, long)} that also updates {@code crc} over the
+     * gathered bytes, in the order they land in {@code dst}. The caller resets the CRC once per payload and gathers
+     * the payload's tensors in payload order.
+     */
+    public void gather(int layer, int tensor, TokenSlots slots, int from, int to, MemorySegment dst, long dstOffset,
+                       CRC32C crc) {
+        copy(layer, tensor, slots, from, to, dst, dstOffset, true, crc);
+    }
+
+    /**
+     * {@link #scatter(MemorySegment, long, int, int, TokenSlots, int, int)} that also updates {@code crc} over the
+     * scattered bytes, in their order in {@code src}. The slots already hold the bytes when the caller compares the
+     * CRC, so on a mismatch it must treat the tokens as not loaded (recompute them).
+     */
+    public void scatter(MemorySegment src, long srcOffset, int layer, int tensor, TokenSlots slots, int from, int to,
+                        CRC32C crc) {
+        copy(layer, tensor, slots, from, to, src, srcOffset, false, crc);
+    }
+
     private void copy(int layer, int tensor, TokenSlots slots, int from, int to, MemorySegment flat, long flatOffset,
                       boolean gather) {
+        copy(layer, tensor, slots, from, to, flat, flatOffset, gather, null);
+    }
+
+    private void copy(int layer, int tensor, TokenSlots slots, int from, int to, MemorySegment flat, long flatOffset,
+                      boolean gather, CRC32C crc) {
         if (from < 0 || to < from || to > slots.tokens()) {
             throw KVException.of(ErrorCode.INVALID_ARGUMENT, "token range [" + from + ", " + to + ") outside the request's "
                     + slots.tokens() + " tokens").build();
@@ -130,7 +162,11 @@ public final class PagedKVCache implements AutoCloseable {
             long pagedOff = first * tokenBytes;
             long flatOff = flatOffset + (long) (t - from) * tokenBytes;
             long bytes = run * tokenBytes;
-            if (gather) {
+            if (crc != null && gather) {
+                ChecksummedCopy.copy(paged, pagedOff, flat, flatOff, bytes, crc);
+            } else if (crc != null) {
+                ChecksummedCopy.copy(flat, flatOff, paged, pagedOff, bytes, crc);
+            } else if (gather) {
                 MemorySegment.copy(paged, pagedOff, flat, flatOff, bytes);
             } else {
                 MemorySegment.copy(flat, flatOff, paged, pagedOff, bytes);

@@ -1,5 +1,6 @@
 package dev.kvconnector.store;
 
+import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
 import java.lang.foreign.MemorySegment;
 import java.util.Set;
@@ -10,6 +11,12 @@ import java.util.Set;
  * <p>Implementations are thread-safe. Values are copied out of the caller's segment during {@link #put} and into
  * the caller's segment during {@link #getInto}; the store keeps no reference to either. Misses are results, not
  * exceptions; failures throw {@link KVException}.
+ *
+ * <p>Zero-copy, where the store declares it: with {@link StoreCapability#CLAIM} a writer fills the store's own memory
+ * through {@link #tryClaim} and publishes it with {@link StoreClaim#commit()}; with {@link StoreCapability#VIEW} a
+ * reader reads the stored bytes in place through {@link #tryView} until {@link StoreView#release()}. Callers choose
+ * these paths by {@link #capabilities()}, never by the store's class, and fall back to {@link #put} and
+ * {@link #getInto} otherwise.
  */
 public interface KVStore extends AutoCloseable {
 
@@ -41,8 +48,68 @@ public interface KVStore extends AutoCloseable {
         return size(key) >= 0;
     }
 
-    /** Removes the key; returns whether it existed. */
+    /**
+     * Removes the key; returns whether it existed.
+     *
+     * @throws KVException {@code UNSUPPORTED} from a store that does not declare {@link StoreCapability#REMOVE}
+     */
     boolean remove(String key);
+
+    /**
+     * A handle for {@link #tryClaim}, to be reused for claim after claim by one producer thread.
+     *
+     * @throws KVException {@code UNSUPPORTED} from a store that does not declare {@link StoreCapability#CLAIM}
+     */
+    default StoreClaim newClaim() {
+        throw unsupported(StoreCapability.CLAIM, "newClaim");
+    }
+
+    /**
+     * Reserves {@code bytes} bytes of the store's own memory under {@code key} and hands them to {@code claim} for
+     * the caller to write, then {@link StoreClaim#commit()} or {@link StoreClaim#abort()}. Until the commit, readers
+     * see the key's previous value or a miss. Back-pressure is a code, not an exception.
+     *
+     * @param bytes the value's exact size in bytes, at least 0
+     * @param options TTL and if-absent as for {@link #put}; {@code ifAbsent} is checked here and again at commit
+     * @param claim an empty handle from this store's {@link #newClaim()}
+     * @return {@link ClaimResult#CLAIMED}, {@link ClaimResult#FULL} (no room now, nothing reserved) or
+     *     {@link ClaimResult#EXISTS} (if-absent and the key is live)
+     * @throws KVException {@code UNSUPPORTED} without {@link StoreCapability#CLAIM}; {@code VALUE_TOO_LARGE} when
+     *     {@code bytes} can never fit; {@code INVALID_ARGUMENT} when the handle already holds a claim or belongs to
+     *     another store; {@code CLOSED}
+     */
+    default int tryClaim(String key, long bytes, PutOptions options, StoreClaim claim) {
+        throw unsupported(StoreCapability.CLAIM, "tryClaim");
+    }
+
+    /**
+     * A handle for {@link #tryView}, to be reused for read after read by one consumer thread.
+     *
+     * @throws KVException {@code UNSUPPORTED} from a store that does not declare {@link StoreCapability#VIEW}
+     */
+    default StoreView newView() {
+        throw unsupported(StoreCapability.VIEW, "newView");
+    }
+
+    /**
+     * Reads the object under {@code key} in place: on a hit, {@code view} holds a read-only segment over the
+     * store's memory until {@link StoreView#release()}, and no remove, replace or eviction frees those bytes before.
+     *
+     * @param view an empty handle from this store's {@link #newView()}
+     * @return the object's size in bytes (a hit, {@code view} holds it), or {@link GetResult#MISS} ({@code view}
+     *     stays empty)
+     * @throws KVException {@code UNSUPPORTED} without {@link StoreCapability#VIEW}; {@code INVALID_ARGUMENT} when
+     *     the handle already holds an object or belongs to another store; {@code CLOSED}
+     */
+    default long tryView(String key, StoreView view) {
+        throw unsupported(StoreCapability.VIEW, "tryView");
+    }
+
+    private KVException unsupported(StoreCapability capability, String operation) {
+        return KVException.of(ErrorCode.UNSUPPORTED, "this store does not declare " + capability).store(uri())
+                .operation(operation).hint("check store.capabilities() before taking the " + capability
+                        + " path; use put/getInto otherwise").build();
+    }
 
     /**
      * Puts {@code count} values; {@code stored[i]} receives the result of each put. The default loops; stores

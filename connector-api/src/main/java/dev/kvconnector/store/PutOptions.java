@@ -10,10 +10,14 @@ import dev.kvconnector.error.KVException;
  * @param replicas copies to keep, for stores that replicate; at least 1
  * @param pin eviction protection, for stores that support it
  * @param ifAbsent store only when the key does not exist yet; otherwise a put replaces the value
+ * @param immutable the writer's promise that this key's value never changes (kvc-v1 keys are content-addressed):
+ *     a store that declares {@link StoreCapability#IMMUTABLE} may then keep an existing value instead of removing
+ *     and replacing it, and report the put as stored. Breaking the promise (a different value under the same key)
+ *     leaves either value in such a store. Other stores put as usual.
  */
-public record PutOptions(long ttlMillis, int replicas, Pin pin, boolean ifAbsent) {
-    /** No TTL beyond the store's default, one replica, no pin, replace. */
-    public static final PutOptions DEFAULT = new PutOptions(0, 1, Pin.NONE, false);
+public record PutOptions(long ttlMillis, int replicas, Pin pin, boolean ifAbsent, boolean immutable) {
+    /** No TTL beyond the store's default, one replica, no pin, replace, no immutability promise. */
+    public static final PutOptions DEFAULT = new PutOptions(0, 1, Pin.NONE, false, false);
 
     /** Validates ranges. */
     public PutOptions {
@@ -23,23 +27,33 @@ public record PutOptions(long ttlMillis, int replicas, Pin pin, boolean ifAbsent
         }
     }
 
+    /** Options without the immutability promise. */
+    public PutOptions(long ttlMillis, int replicas, Pin pin, boolean ifAbsent) {
+        this(ttlMillis, replicas, pin, ifAbsent, false);
+    }
+
     /** These options with a TTL in milliseconds. */
     public PutOptions withTtlMillis(long ttl) {
-        return new PutOptions(ttl, replicas, pin, ifAbsent);
+        return new PutOptions(ttl, replicas, pin, ifAbsent, immutable);
     }
 
     /** These options with if-absent set. */
     public PutOptions withIfAbsent(boolean absent) {
-        return new PutOptions(ttlMillis, replicas, pin, absent);
+        return new PutOptions(ttlMillis, replicas, pin, absent, immutable);
     }
 
     /** These options with a replica count. */
     public PutOptions withReplicas(int n) {
-        return new PutOptions(ttlMillis, n, pin, ifAbsent);
+        return new PutOptions(ttlMillis, n, pin, ifAbsent, immutable);
     }
 
     /** These options with a pin. */
     public PutOptions withPin(Pin p) {
-        return new PutOptions(ttlMillis, replicas, p, ifAbsent);
+        return new PutOptions(ttlMillis, replicas, p, ifAbsent, immutable);
+    }
+
+    /** These options with the immutability promise set or cleared. */
+    public PutOptions withImmutable(boolean promise) {
+        return new PutOptions(ttlMillis, replicas, pin, ifAbsent, promise);
     }
 }

@@ -1,7 +1,35 @@
 package dev.kvconnector.store;
 
-/** Optional abilities a store declares, so the connector can choose a fast path without special cases. */
+/**
+ * Optional abilities a store declares, so the connector can choose a fast path without special cases. A caller
+ * tests {@code store.capabilities().contains(...)}, never the store's class.
+ */
 public enum StoreCapability {
+    /**
+     * Implements {@link KVStore#tryClaim}: the caller reserves {@code n} bytes of the store's own memory under a key,
+     * writes the value straight into the returned segment, then commits (visible) or aborts (freed), as Agrona's
+     * {@code RingBuffer.tryClaim}/{@code commit}/{@code abort} do. A producer that gathers into a claim copies each
+     * byte once instead of twice (gather into staging, then put).
+     */
+    CLAIM,
+    /**
+     * Implements {@link KVStore#tryView}: the caller reads a stored object in place, through a read-only segment
+     * that stays valid until it releases the {@link StoreView}, whatever removes, evicts or replaces the key in the
+     * meantime. A consumer that scatters from a view copies each byte once instead of twice.
+     */
+    VIEW,
+    /**
+     * {@link KVStore#remove} and the batch removes work. A store without it (the LMCache server protocol has no
+     * delete) throws {@code UNSUPPORTED} from them; its entries leave by the store's own eviction.
+     */
+    REMOVE,
+    /**
+     * The store exploits {@link PutOptions#immutable()}: when the writer promises that a key's value never changes
+     * (kvc-v1 keys are content-addressed), a put of an existing key skips the remove-before-put that a store which
+     * never overwrites (Mooncake) otherwise needs, and keeps the value already stored. Stores without it accept the
+     * option and put as usual.
+     */
+    IMMUTABLE,
     /** Implements {@link RegisteredMemory}: values from registered segments move without a staging copy. */
     REGISTERED_MEMORY,
     /**

@@ -4,18 +4,23 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.kvconnector.codec.RawTensorFormat;
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
 import dev.kvconnector.layout.AttentionKind;
 import dev.kvconnector.layout.KVLayout;
 import dev.kvconnector.tensor.DType;
+import dev.kvconnector.tensor.TensorSpec;
 import dev.kvconnector.testkit.Segments;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.management.ManagementFactory;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Random;
+import java.util.zip.CRC32C;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.constraints.IntRange;
@@ -96,5 +101,106 @@ class PagedKVCacheTest {
     @Test
     void blockTableThatCannotHoldTheTokensIsRejected() {
         assertThrows(KVException.class, () -> new BlockTable(new int[] {1, 2}, 16, 33));
+    }
+
+    private static final KVLayout FUSED = new KVLayout("fused", AttentionKind.MHA, 2, 2, 64, DType.FP16, 16, 8);
+
+    /** Gathers K then V of layer 1 into the payload of a raw object, with the fused CRC; returns the CRC. */
+    private static int gatherLayer(PagedKVCache cache, BlockTable table, MemorySegment object, CRC32C crc) {
+        long tensorBytes = table.tokens() * FUSED.bytesPerTokenPerTensor();
+        crc.reset();
+        cache.gather(1, 0, table, 0, table.tokens(), object, RawTensorFormat.HEADER_BYTES, crc);
+        cache.gather(1, 1, table, 0, table.tokens(), object, RawTensorFormat.HEADER_BYTES + tensorBytes, crc);
+        return (int) crc.getValue();
+    }
+
+    private static TensorSpec layerSpec(int tokens) {
+        return TensorSpec.of(DType.FP16, 2, tokens, FUSED.kvHeads(), FUSED.headSize());
+    }
+
+    @Test
+    void fusedGatherComputesThePayloadCrcThatValidateChecksAndFusedScatterVerifiesIt() {
+        int tokens = 100;
+        Random r = new Random(21);
+        try (PagedKVCache src = PagedKVCache.allocate(FUSED, 12); PagedKVCache dst = PagedKVCache.allocate(FUSED, 12);
+             Arena a = Arena.ofConfined()) {
+            Segments.fill(src.tensor(1, 0), 1);
+            Segments.fill(src.tensor(1, 1), 2);
+            BlockTable table = new BlockTable(shuffled(12, r), 16, tokens);
+            TensorSpec spec = layerSpec(tokens);
+            MemorySegment object = a.allocate(RawTensorFormat.encodedSize(spec));
+            CRC32C crc = new CRC32C();
+            int payloadCrc = gatherLayer(src, table, object, crc);
+            RawTensorFormat.writeHeaderWithCrc(object, spec, tokens, FUSED.fingerprint(), payloadCrc);
+            assertEquals(RawTensorFormat.OK, RawTensorFormat.validate(object, object.byteSize(), spec,
+                    FUSED.fingerprint()), "the fused CRC differs from a CRC32C pass over the payload");
+
+            BlockTable other = new BlockTable(shuffled(12, r), 16, tokens);
+            assertEquals(RawTensorFormat.OK, RawTensorFormat.validateHeader(object, object.byteSize(), spec,
+                    FUSED.fingerprint()));
+            long tensorBytes = tokens * FUSED.bytesPerTokenPerTensor();
+            crc.reset();
+            dst.scatter(object, RawTensorFormat.HEADER_BYTES, 1, 0, other, 0, tokens, crc);
+            dst.scatter(object, RawTensorFormat.HEADER_BYTES + tensorBytes, 1, 1, other, 0, tokens, crc);
+            assertEquals(RawTensorFormat.OK, RawTensorFormat.verifyPayloadCrc(object, (int) crc.getValue()));
+            long tb = FUSED.bytesPerTokenPerTensor();
+            for (int t = 0; t < tokens; t++) {
+                for (int k = 0; k < 2; k++) {
+                    assertEquals(-1, MemorySegment.mismatch(src.tensor(1, k), table.slot(t) * tb,
+                            table.slot(t) * tb + tb, dst.tensor(1, k), other.slot(t) * tb, other.slot(t) * tb + tb),
+                            "token " + t + " tensor " + k);
+                }
+            }
+        }
+    }
+
+    @Test
+    void aFlippedPayloadByteMakesTheFusedScatterCheckReportCorrupt() {
+        int tokens = 48;
+        try (PagedKVCache src = PagedKVCache.allocate(FUSED, 4); PagedKVCache dst = PagedKVCache.allocate(FUSED, 4);
+             Arena a = Arena.ofConfined()) {
+            Segments.fill(src.tensor(1, 0), 3);
+            Segments.fill(src.tensor(1, 1), 4);
+            BlockTable table = new BlockTable(new int[] {2, 0, 3}, 16, tokens);
+            TensorSpec spec = layerSpec(tokens);
+            MemorySegment object = a.allocate(RawTensorFormat.encodedSize(spec));
+            CRC32C crc = new CRC32C();
+            RawTensorFormat.writeHeaderWithCrc(object, spec, tokens, FUSED.fingerprint(),
+                    gatherLayer(src, table, object, crc));
+            long at = RawTensorFormat.HEADER_BYTES + 5000;
+            object.set(ValueLayout.JAVA_BYTE, at, (byte) (object.get(ValueLayout.JAVA_BYTE, at) ^ 0x10));
+            assertEquals(RawTensorFormat.OK, RawTensorFormat.validateHeader(object, object.byteSize(), spec,
+                    FUSED.fingerprint()), "a payload byte must not break the header check");
+            long tensorBytes = tokens * FUSED.bytesPerTokenPerTensor();
+            crc.reset();
+            dst.scatter(object, RawTensorFormat.HEADER_BYTES, 1, 0, table, 0, tokens, crc);
+            dst.scatter(object, RawTensorFormat.HEADER_BYTES + tensorBytes, 1, 1, table, 0, tokens, crc);
+            int status = RawTensorFormat.verifyPayloadCrc(object, (int) crc.getValue());
+            assertEquals(RawTensorFormat.BAD_PAYLOAD_CRC, status);
+            assertTrue(RawTensorFormat.isCorrupt(status));
+        }
+    }
+
+    @Test
+    void fusedGatherAndScatterAllocateNothingOnceCompiled() {
+        com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+        long tid = Thread.currentThread().threadId();
+        int tokens = 64;
+        try (PagedKVCache cache = PagedKVCache.allocate(FUSED, 8); Arena a = Arena.ofConfined()) {
+            BlockTable table = new BlockTable(new int[] {5, 1, 7, 2}, 16, tokens);
+            MemorySegment flat = a.allocate(tokens * FUSED.bytesPerTokenPerTensor());
+            CRC32C crc = new CRC32C();
+            long best = Long.MAX_VALUE;
+            for (int round = 0; round < 30 && best > 0; round++) {
+                long before = mx.getThreadAllocatedBytes(tid);
+                for (int i = 0; i < 2000; i++) {
+                    crc.reset();
+                    cache.gather(0, 0, table, 0, tokens, flat, 0, crc);
+                    cache.scatter(flat, 0, 0, 1, table, 0, tokens, crc);
+                }
+                best = Math.min(best, mx.getThreadAllocatedBytes(tid) - before);
+            }
+            assertEquals(0, best, "2000 compiled fused gathers and scatters allocated bytes");
+        }
     }
 }

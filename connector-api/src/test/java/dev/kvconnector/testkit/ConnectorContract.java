@@ -35,9 +35,12 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
 import java.util.UUID;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -294,24 +297,37 @@ public abstract class ConnectorContract {
         Tensor h = hidden(MHA, 90, 9);
         Tensor[][] got = emptyLayers(MHA, 90);
         Tensor gotHidden = hidden(MHA, 90, 0);
+        int last = layers.length - 1;
+        // The producer holds its last layer back until the consumer has layer 0 (or 1 s passes, inside the
+        // consumer's 2 s layer timeout): a drop-select that waited for the commit would see layer 0 only after
+        // the last putLayer, and both checks below would fail.
+        CountDownLatch consumerHasLayer0 = new CountDownLatch(1);
+        AtomicBoolean lastPutStarted = new AtomicBoolean();
         try (DropSession drop = d.beginDropSelect(req, DropTarget.contiguous(got).withHidden(gotHidden))) {
             ExecutorService producer = Executors.newSingleThreadExecutor();
             try {
-                Future<?> f = producer.submit(() -> {
+                Future<Boolean> f = producer.submit(() -> {
+                    boolean heldBack;
                     try (InsertSession s = p.beginInsert(req)) {
-                        for (int l = 0; l < layers.length; l++) {
-                            Thread.sleep(30);
+                        for (int l = 0; l < last; l++) {
                             s.putLayer(l, layers[l]);
                         }
+                        heldBack = consumerHasLayer0.await(1, TimeUnit.SECONDS);
+                        lastPutStarted.set(true);
+                        s.putLayer(last, layers[last]);
                         s.putHidden(h);
                         s.commit();
                     }
-                    return null;
+                    return heldBack;
                 });
-                for (int l = 0; l < MHA.numLayers(); l++) {
+                assertTrue(drop.awaitLayer(0), "layer 0");
+                boolean beforeLastPut = !lastPutStarted.get();
+                consumerHasLayer0.countDown();
+                for (int l = 1; l < MHA.numLayers(); l++) {
                     assertTrue(drop.awaitLayer(l), "layer " + l);
                 }
-                f.get();
+                assertTrue(beforeLastPut, "awaitLayer(0) returned only after the producer's last putLayer began");
+                assertTrue(f.get(), "the producer waited 1 s for awaitLayer(0) to return before its last putLayer");
             } finally {
                 producer.shutdownNow();
             }

@@ -8,10 +8,13 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
+import dev.kvconnector.store.ClaimResult;
 import dev.kvconnector.store.GetResult;
 import dev.kvconnector.store.KVStore;
 import dev.kvconnector.store.PutOptions;
 import dev.kvconnector.store.StoreCapability;
+import dev.kvconnector.store.StoreClaim;
+import dev.kvconnector.store.StoreView;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -21,6 +24,7 @@ import java.util.UUID;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.AfterEach;
@@ -31,6 +35,11 @@ import org.junit.jupiter.api.Test;
  * The behaviour every {@link KVStore} must show. A backend proves itself by extending this class and implementing
  * {@link #openStore()}; the suite opens a fresh store per test and closes it after. Keys carry a random prefix per
  * test, so stores backed by a long-running server need no cleaning between tests.
+ *
+ * <p>Cases for an optional capability ({@link StoreCapability#REMOVE}, {@link StoreCapability#CLAIM},
+ * {@link StoreCapability#VIEW}) run when the store declares it and are skipped otherwise; a store that lacks
+ * {@code REMOVE} must refuse removes with {@code UNSUPPORTED}, and one that lacks {@code CLAIM} or {@code VIEW}
+ * must refuse those calls the same way.
  */
 public abstract class KVStoreContract {
     /** The store under test. */
@@ -61,8 +70,13 @@ public abstract class KVStoreContract {
 
     @AfterEach
     void closeStoreAfterTest() {
-        store.close();
-        arena.close();
+        try {
+            if (store != null) {
+                store.close();
+            }
+        } finally {
+            arena.close();
+        }
     }
 
     /** A key unique to this test. */
@@ -130,8 +144,14 @@ public abstract class KVStoreContract {
         assertTrue(store.exists(key("s")));
     }
 
+    /** Whether the store under test declares {@code c}. */
+    protected boolean declares(StoreCapability c) {
+        return store.capabilities().contains(c);
+    }
+
     @Test
     void removeReturnsWhetherTheKeyExisted() {
+        assumeTrue(declares(StoreCapability.REMOVE), "the store does not declare REMOVE");
         store.put(key("rm"), Segments.random(arena, 10, 8), PutOptions.DEFAULT);
         assertTrue(store.remove(key("rm")));
         assertFalse(store.exists(key("rm")));
@@ -183,7 +203,26 @@ public abstract class KVStoreContract {
     }
 
     @Test
+    void removeWithoutTheRemoveCapabilityIsUnsupportedAndKeepsTheKey() {
+        assumeTrue(!declares(StoreCapability.REMOVE), "the store declares REMOVE");
+        store.put(key("keep"), Segments.random(arena, 10, 8), PutOptions.DEFAULT);
+        assertEquals(ErrorCode.UNSUPPORTED, assertThrows(KVException.class, () -> store.remove(key("keep"))).code());
+        assertTrue(store.exists(key("keep")));
+    }
+
+    @Test
+    void claimAndViewWithoutTheCapabilityAreUnsupported() {
+        if (!declares(StoreCapability.CLAIM)) {
+            assertEquals(ErrorCode.UNSUPPORTED, assertThrows(KVException.class, store::newClaim).code());
+        }
+        if (!declares(StoreCapability.VIEW)) {
+            assertEquals(ErrorCode.UNSUPPORTED, assertThrows(KVException.class, store::newView).code());
+        }
+    }
+
+    @Test
     void batchPutGetAndRemoveHandleEveryKey() {
+        assumeTrue(declares(StoreCapability.REMOVE), "the store does not declare REMOVE");
         int n = 6;
         String[] keys = new String[n];
         MemorySegment[] values = new MemorySegment[n];
@@ -258,6 +297,200 @@ public abstract class KVStoreContract {
     }
 
     @Test
+    void claimIsInvisibleUntilCommitThenReadsBackExactly() {
+        assumeTrue(declares(StoreCapability.CLAIM), "the store does not declare CLAIM");
+        MemorySegment v = Segments.random(arena, 100_000, 31);
+        StoreClaim claim = store.newClaim();
+        assertEquals(ClaimResult.CLAIMED, store.tryClaim(key("c"), v.byteSize(), PutOptions.DEFAULT, claim));
+        assertEquals(v.byteSize(), claim.segment().byteSize());
+        MemorySegment.copy(v, 0, claim.segment(), 0, v.byteSize());
+        assertTrue(GetResult.isMiss(store.getInto(key("c"), arena.allocate(v.byteSize()))),
+                "a claimed value was visible before its commit");
+        assertTrue(claim.commit());
+        assertFalse(claim.isClaimed());
+        MemorySegment dst = arena.allocate(v.byteSize());
+        assertEquals(v.byteSize(), store.getInto(key("c"), dst));
+        assertTrue(Segments.equal(v, dst, v.byteSize()));
+    }
+
+    @Test
+    void claimAbortIsNeverVisibleAndReturnsItsSpace() {
+        assumeTrue(declares(StoreCapability.CLAIM), "the store does not declare CLAIM");
+        StoreClaim claim = store.newClaim();
+        long bytes = largeValueBytes();
+        // Far more bytes than any test store holds: only returned space lets every claim succeed.
+        for (int i = 0; i < 64; i++) {
+            assertEquals(ClaimResult.CLAIMED, store.tryClaim(key("abort"), bytes, PutOptions.DEFAULT, claim),
+                    "claim " + i + " found no room: aborted claims kept their space");
+            claim.segment().fill((byte) i);
+            claim.abort();
+            claim.abort();
+            assertFalse(store.exists(key("abort")), "an aborted claim became visible");
+        }
+        assertEquals(ErrorCode.INVALID_ARGUMENT, assertThrows(KVException.class, claim::commit).code());
+    }
+
+    @Test
+    void claimOfAWriterThatClosesTheStoreIsNeverVisible() {
+        assumeTrue(declares(StoreCapability.CLAIM), "the store does not declare CLAIM");
+        StoreClaim claim = store.newClaim();
+        assertEquals(ClaimResult.CLAIMED, store.tryClaim(key("dies"), 4096, PutOptions.DEFAULT, claim));
+        MemorySegment seg = claim.segment();
+        seg.fill((byte) 7);
+        store.close();
+        assertThrows(IllegalStateException.class, () -> seg.fill((byte) 8),
+                "the claim's segment stayed writable after the store closed");
+        assertEquals(ErrorCode.CLOSED, assertThrows(KVException.class, claim::commit).code());
+        claim.abort();
+        store = openStore();
+        assertFalse(store.exists(key("dies")), "a claim that was never committed became visible");
+    }
+
+    @Test
+    void ifAbsentClaimOfALiveKeyReturnsExistsAndReservesNothing() {
+        assumeTrue(declares(StoreCapability.CLAIM), "the store does not declare CLAIM");
+        MemorySegment v = Segments.random(arena, 500, 32);
+        store.put(key("live"), v, PutOptions.DEFAULT);
+        StoreClaim claim = store.newClaim();
+        assertEquals(ClaimResult.EXISTS, store.tryClaim(key("live"), 500, PutOptions.DEFAULT.withIfAbsent(true),
+                claim));
+        assertFalse(claim.isClaimed());
+        MemorySegment dst = arena.allocate(500);
+        assertEquals(500, store.getInto(key("live"), dst));
+        assertTrue(Segments.equal(v, dst, 500));
+    }
+
+    @Test
+    void aHandleHoldingAClaimRefusesASecondClaim() {
+        assumeTrue(declares(StoreCapability.CLAIM), "the store does not declare CLAIM");
+        StoreClaim claim = store.newClaim();
+        assertEquals(ClaimResult.CLAIMED, store.tryClaim(key("one"), 64, PutOptions.DEFAULT, claim));
+        KVException e = assertThrows(KVException.class,
+                () -> store.tryClaim(key("two"), 64, PutOptions.DEFAULT, claim));
+        assertEquals(ErrorCode.INVALID_ARGUMENT, e.code());
+        claim.abort();
+    }
+
+    @Test
+    void concurrentClaimsEachPublishTheirOwnBytes() throws Exception {
+        assumeTrue(declares(StoreCapability.CLAIM), "the store does not declare CLAIM");
+        int threads = 4;
+        int perThread = 50;
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        try {
+            List<Future<?>> done = new ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                int id = t;
+                done.add(pool.submit(() -> {
+                    StoreClaim claim = store.newClaim();
+                    for (int i = 0; i < perThread; i++) {
+                        long bytes = 1000 + 97L * i;
+                        assertEquals(ClaimResult.CLAIMED, store.tryClaim(key("cc" + id + ":" + i), bytes,
+                                PutOptions.DEFAULT, claim));
+                        claim.segment().fill((byte) (id * perThread + i));
+                        assertTrue(claim.commit());
+                    }
+                    return null;
+                }));
+            }
+            for (Future<?> f : done) {
+                f.get(60, TimeUnit.SECONDS);
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        for (int t = 0; t < threads; t++) {
+            for (int i = 0; i < perThread; i++) {
+                long bytes = 1000 + 97L * i;
+                MemorySegment dst = arena.allocate(bytes);
+                assertEquals(bytes, store.getInto(key("cc" + t + ":" + i), dst));
+                byte want = (byte) (t * perThread + i);
+                for (long b = 0; b < bytes; b++) {
+                    if (dst.get(ValueLayout.JAVA_BYTE, b) != want) {
+                        throw new AssertionError("claim " + t + ":" + i + " holds another claim's byte at " + b);
+                    }
+                }
+            }
+        }
+    }
+
+    @Test
+    void viewReadsTheStoredBytesInPlaceAndIsReadOnly() {
+        assumeTrue(declares(StoreCapability.VIEW), "the store does not declare VIEW");
+        MemorySegment v = Segments.random(arena, 70_000, 33);
+        store.put(key("v"), v, PutOptions.DEFAULT);
+        try (StoreView view = store.newView()) {
+            assertEquals(v.byteSize(), store.tryView(key("v"), view));
+            assertTrue(view.isHeld());
+            assertEquals(v.byteSize(), view.segment().byteSize());
+            assertTrue(Segments.equal(v, view.segment(), v.byteSize()));
+            assertTrue(view.segment().isReadOnly());
+            assertThrows(IllegalArgumentException.class, () -> view.segment().fill((byte) 0),
+                    "a view's segment must be read-only");
+        }
+    }
+
+    @Test
+    void viewOfAnAbsentKeyIsAMissAndLeavesTheHandleEmpty() {
+        assumeTrue(declares(StoreCapability.VIEW), "the store does not declare VIEW");
+        StoreView view = store.newView();
+        assertTrue(GetResult.isMiss(store.tryView(key("none"), view)));
+        assertFalse(view.isHeld());
+        assertEquals(ErrorCode.INVALID_ARGUMENT, assertThrows(KVException.class, view::segment).code());
+    }
+
+    @Test
+    void viewKeepsItsBytesThroughRemoveAndReplaceUntilReleased() {
+        assumeTrue(declares(StoreCapability.VIEW) && declares(StoreCapability.REMOVE),
+                "the store does not declare VIEW and REMOVE");
+        MemorySegment v = Segments.random(arena, 200_000, 34);
+        store.put(key("held"), v, PutOptions.DEFAULT);
+        StoreView view = store.newView();
+        assertEquals(v.byteSize(), store.tryView(key("held"), view));
+        store.put(key("held"), Segments.random(arena, 200_000, 35), PutOptions.DEFAULT);
+        assertTrue(store.remove(key("held")));
+        // Reuse of freed memory would overwrite the viewed bytes: put enough to take any freed block.
+        for (int i = 0; i < 4; i++) {
+            store.put(key("other" + i), Segments.random(arena, 200_000, 40 + i), PutOptions.DEFAULT);
+        }
+        assertTrue(Segments.equal(v, view.segment(), v.byteSize()), "a held view's bytes changed");
+        view.release();
+        assertFalse(view.isHeld());
+    }
+
+    @Test
+    void viewReleasedTwiceIsAClearErrorAndCloseIsIdempotent() {
+        assumeTrue(declares(StoreCapability.VIEW), "the store does not declare VIEW");
+        store.put(key("twice"), Segments.random(arena, 100, 36), PutOptions.DEFAULT);
+        StoreView view = store.newView();
+        assertEquals(100, store.tryView(key("twice"), view));
+        view.release();
+        KVException e = assertThrows(KVException.class, view::release);
+        assertEquals(ErrorCode.INVALID_ARGUMENT, e.code());
+        assertTrue(e.getMessage().contains("released twice"), e.getMessage());
+        view.close();
+        assertEquals(100, store.tryView(key("twice"), view), "the handle is reusable after its release");
+        view.close();
+        assertFalse(view.isHeld());
+    }
+
+    @Test
+    void viewUsedAfterTheStoreClosedFailsClearlyAndNeverReadsFreedMemory() {
+        assumeTrue(declares(StoreCapability.VIEW), "the store does not declare VIEW");
+        store.put(key("late"), Segments.random(arena, 100_000, 37), PutOptions.DEFAULT);
+        StoreView view = store.newView();
+        assertEquals(100_000, store.tryView(key("late"), view));
+        MemorySegment seg = view.segment();
+        store.close();
+        assertEquals(ErrorCode.CLOSED, assertThrows(KVException.class, view::segment).code());
+        assertThrows(IllegalStateException.class, () -> seg.get(ValueLayout.JAVA_BYTE, 0),
+                "a view segment stayed readable after the store closed");
+        view.release();
+        assertEquals(ErrorCode.CLOSED, assertThrows(KVException.class, () -> store.tryView(key("late"), view))
+                .code());
+    }
+
+    @Test
     void closedStoreRejectsCallsWithClosedError() {
         store.close();
         store.close();
@@ -267,6 +500,9 @@ public abstract class KVStoreContract {
         assertEquals(ErrorCode.CLOSED, assertThrows(KVException.class, () -> store.getInto(key("x"), v)).code());
         assertEquals(ErrorCode.CLOSED, assertThrows(KVException.class, () -> store.size(key("x"))).code());
         assertEquals(ErrorCode.CLOSED, assertThrows(KVException.class, () -> store.remove(key("x"))).code());
+        if (declares(StoreCapability.CLAIM)) {
+            assertEquals(ErrorCode.CLOSED, assertThrows(KVException.class, store::newClaim).code());
+        }
     }
 
     @Test

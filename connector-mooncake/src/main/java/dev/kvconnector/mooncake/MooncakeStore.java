@@ -48,6 +48,10 @@ import org.slf4j.LoggerFactory;
  * <ul>
  *   <li>A replacing put removes the key, then puts it: Mooncake keeps the old value of an existing key. Two
  *       replacing puts racing on one key may leave either value.</li>
+ *   <li>A put with {@link PutOptions#immutable()} (the store declares {@link StoreCapability#IMMUTABLE}) skips that
+ *       remove, one master RPC per key: an existing key keeps its value, which the writer promised is the same,
+ *       and the put reports {@code true}. A put that finds the object already there ({@code OBJECT_ALREADY_EXISTS},
+ *       -705) has lost such a race and reports {@code true} as well.</li>
  *   <li>An if-absent put checks the size first and puts only on a miss; it reports {@code true} even when another
  *       writer got in between, and then the other writer's value stays (Mooncake keeps the first value).</li>
  *   <li>A put that finds the pool full (-200) is retried {@code full-retries=} times with a doubling back-off from
@@ -75,6 +79,7 @@ public final class MooncakeStore implements KVStore, RegisteredMemory {
     private static final int RC_INVALID_PARAMS = -600;
     private static final int RC_REPLICA_NOT_READY = -703;
     private static final int RC_OBJECT_NOT_FOUND = -704;
+    private static final int RC_OBJECT_ALREADY_EXISTS = -705;
     private static final int RC_OBJECT_HAS_LEASE = -706;
     private static final long MAX_BACKOFF_MILLIS = 1000;
     private static final long MAX_LEASE_POLL_MILLIS = 50;
@@ -179,7 +184,7 @@ public final class MooncakeStore implements KVStore, RegisteredMemory {
     @Override
     public Set<StoreCapability> capabilities() {
         EnumSet<StoreCapability> caps = EnumSet.of(StoreCapability.REGISTERED_MEMORY, StoreCapability.BATCH,
-                StoreCapability.SHARED_ACROSS_PROCESSES);
+                StoreCapability.SHARED_ACROSS_PROCESSES, StoreCapability.REMOVE, StoreCapability.IMMUTABLE);
         if (config.gpuDirect()) {
             caps.add(StoreCapability.DEVICE_MEMORY);
         }
@@ -198,7 +203,7 @@ public final class MooncakeStore implements KVStore, RegisteredMemory {
                 if (sizeOrMiss(key, "put") >= 0) {
                     return false;
                 }
-            } else {
+            } else if (!options.immutable()) {
                 removeWithLeasePolicy(key, "put");
             }
             putValue(key, value, replication(options));
@@ -371,7 +376,7 @@ public final class MooncakeStore implements KVStore, RegisteredMemory {
                             stored[i] = false;
                             continue;
                         }
-                    } else {
+                    } else if (!options.immutable()) {
                         removeWithLeasePolicy(keys[i], "putBatch");
                     }
                     if (values[i].byteSize() <= 1 || (values[i].byteSize() > pool.slotBytes()
@@ -420,7 +425,7 @@ public final class MooncakeStore implements KVStore, RegisteredMemory {
             for (int j = 0; j < n; j++) {
                 if (results[j] == RC_NO_AVAILABLE_HANDLE) {
                     putWithRetry(chunkKeys[j], bufs[j], replication, false);
-                } else if (results[j] != 0) {
+                } else if (results[j] != 0 && results[j] != RC_OBJECT_ALREADY_EXISTS) {
                     throw MooncakeStatus.toException(results[j], uri, "putBatch", chunkKeys[j], null);
                 }
                 stored[index[j]] = true;
@@ -741,7 +746,7 @@ public final class MooncakeStore implements KVStore, RegisteredMemory {
         for (int attempt = 0; ; attempt++) {
             int rc = throughLocalBuffer ? lib.put(client, key, src, src.byteSize(), replication)
                     : lib.putFrom(client, key, src, src.byteSize(), replication);
-            if (rc == 0) {
+            if (rc == 0 || rc == RC_OBJECT_ALREADY_EXISTS) {
                 return;
             }
             if (rc != RC_NO_AVAILABLE_HANDLE || attempt >= config.fullRetries()) {

@@ -80,9 +80,10 @@ class MooncakeStoreTest {
     }
 
     @Test
-    void declaresRegisteredMemoryBatchAndSharing() {
+    void declaresRegisteredMemoryBatchSharingRemoveAndImmutable() {
         assertEquals(java.util.EnumSet.of(StoreCapability.REGISTERED_MEMORY, StoreCapability.BATCH,
-                StoreCapability.SHARED_ACROSS_PROCESSES), store.capabilities());
+                StoreCapability.SHARED_ACROSS_PROCESSES, StoreCapability.REMOVE, StoreCapability.IMMUTABLE),
+                store.capabilities());
         assertTrue(store.uri().startsWith("mooncake://"));
         assertNotNull(store.clientHostname());
     }
@@ -275,6 +276,39 @@ class MooncakeStoreTest {
             assertEquals(2, impatient.removeConsumed(keys, 3));
             assertFalse(impatient.exists(keys[0]));
             assertFalse(impatient.exists(keys[1]));
+        }
+    }
+
+    @Test
+    void immutablePutSkipsTheRemoveAndKeepsTheStoredValue() {
+        PutOptions immutable = PutOptions.DEFAULT.withImmutable(true);
+        assertTrue(store.put(prefix + "im", pattern(100, 1), PutOptions.DEFAULT));
+        // Breaking the promise shows whether the remove ran: without it the ABI keeps the first value.
+        assertTrue(store.put(prefix + "im", pattern(100, 2), immutable));
+        MemorySegment dst = arena.allocate(100);
+        assertEquals(100, store.getInto(prefix + "im", dst));
+        assertPattern(dst, 100, 1);
+        boolean[] stored = new boolean[2];
+        store.putBatch(new String[] {prefix + "im", prefix + "im2"},
+                new MemorySegment[] {pattern(100, 3), pattern(100, 4)}, 2, immutable, stored);
+        assertTrue(stored[0] && stored[1]);
+        assertEquals(100, store.getInto(prefix + "im", dst));
+        assertPattern(dst, 100, 1);
+        assertEquals(100, store.getInto(prefix + "im2", dst));
+        assertPattern(dst, 100, 4);
+    }
+
+    @Test
+    void immutablePutOfALeasedKeyNeitherWaitsNorFails() {
+        assumeTrue(LEASE_MS >= 200, "needs a lease longer than lease-wait");
+        try (MooncakeStore impatient = target.open(storeMaster(), "&lease-wait=20ms")) {
+            assertTrue(impatient.put(prefix + "leased", pattern(10, 1), PutOptions.DEFAULT));
+            assertEquals(10, impatient.getInto(prefix + "leased", arena.allocate(10)));
+            long start = System.nanoTime();
+            assertTrue(impatient.put(prefix + "leased", pattern(10, 1), PutOptions.DEFAULT.withImmutable(true)),
+                    "an immutable put of a leased key must not remove it, so the lease cannot block it");
+            long ms = (System.nanoTime() - start) / 1_000_000;
+            assertTrue(ms < LEASE_MS / 2, "the immutable put waited " + ms + " ms, as a remove of a leased key does");
         }
     }
 

@@ -265,7 +265,8 @@ public final class ValkeyStore implements KVStore {
 
     @Override
     public Set<StoreCapability> capabilities() {
-        return EnumSet.of(StoreCapability.NATIVE_TTL, StoreCapability.BATCH, StoreCapability.SHARED_ACROSS_PROCESSES);
+        return EnumSet.of(StoreCapability.NATIVE_TTL, StoreCapability.BATCH, StoreCapability.SHARED_ACROSS_PROCESSES,
+                StoreCapability.REMOVE);
     }
 
     /** The largest value this store accepts, in bytes: the server's {@code proto-max-bulk-len}. */

@@ -193,7 +193,7 @@ public final class Engine implements AutoCloseable {
             if (r.isHit()) {
                 partial.increment();
                 LOG.info("transfer {}: loaded {} of {} prompt tokens from {}; computing the other {}", transferId,
-                        r.matchedTokens(), tokens, connector.store().uri(), tokens - r.matchedTokens());
+                        r.matchedTokens(), tokens, connector.endpoint(), tokens - r.matchedTokens());
                 return new Prefill(r.matchedTokens(), null, -1);
             }
             MissReason reason = r.reason() == null ? MissReason.ABSENT : r.reason();
@@ -204,7 +204,7 @@ public final class Engine implements AutoCloseable {
         } catch (KVException e) {
             loadFailures.increment();
             LOG.warn("transfer {}: loading KV from {} failed; recomputing the prefill: {}", transferId,
-                    connector.store().uri(), e.getMessage());
+                    connector.endpoint(), e.getMessage());
             return Prefill.NONE;
         } finally {
             hiddenPool.release(hidden);
@@ -272,7 +272,7 @@ public final class Engine implements AutoCloseable {
                 failed = true;
                 insertFailures.increment();
                 LOG.warn("inserting layer {} of {} prompt tokens into {} failed; serving without the insert: {}", layer,
-                        session.tokens(), connector.store().uri(), e.getMessage());
+                        session.tokens(), connector.endpoint(), e.getMessage());
                 abortQuietly(session);
             }
         }
@@ -284,7 +284,7 @@ public final class Engine implements AutoCloseable {
             session.close();
         } catch (KVException e) {
             LOG.warn("aborting the insert into {} left objects behind (they expire with the store's TTL): {}",
-                    connector.store().uri(), e.getMessage());
+                    connector.endpoint(), e.getMessage());
         }
     }
 
@@ -293,7 +293,7 @@ public final class Engine implements AutoCloseable {
             return connector.beginInsert(request);
         } catch (KVException e) {
             insertFailures.increment();
-            LOG.warn("cannot begin an insert into {}; serving without it: {}", connector.store().uri(), e.getMessage());
+            LOG.warn("cannot begin an insert into {}; serving without it: {}", connector.endpoint(), e.getMessage());
             return null;
         }
     }
@@ -312,7 +312,7 @@ public final class Engine implements AutoCloseable {
         } catch (KVException e) {
             insertFailures.increment();
             LOG.warn("inserting {} prompt tokens into {} failed; the decode side will recompute: {}", tokens,
-                    connector.store().uri(), e.getMessage());
+                    connector.endpoint(), e.getMessage());
             return false;
         } finally {
             hiddenPool.release(seg);

@@ -144,7 +144,7 @@ public final class EngineServer implements AutoCloseable {
                 root.putNull("connector");
             } else {
                 ConnectorMetrics.Snapshot c = engine.connector().metrics();
-                ObjectNode cn = root.putObject("connector").put("store", engine.connector().store().uri())
+                ObjectNode cn = root.putObject("connector").put("store", engine.connector().endpoint())
                         .put("hits", c.hits()).put("partial_hits", c.partialHits()).put("commits", c.commits())
                         .put("aborts", c.aborts()).put("inserted_bytes", c.insertedBytes())
                         .put("dropped_bytes", c.droppedBytes());

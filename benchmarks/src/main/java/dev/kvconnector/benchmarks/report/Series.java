@@ -52,7 +52,15 @@ public record Series(String backend, String op, Domain domain, Direction directi
                         Role.OURS, false);
             };
             case "StoreLayerBenchmark" -> ours(r.param("store", "?"), "store", m, false);
-            case "ConnectorBenchmark" -> ours(r.param("store", "?"), "connector", m, true);
+            case "ConnectorBenchmark" -> switch (m) {
+                // The two floors measured in the connector's own run; the report's own floor stays MemcpyBaseline's.
+                case "floorSameWorkingSet" -> new Series("memcpy request-sized (same-working-set floor)", "copy",
+                        Domain.MEMORY, Direction.COPY, Role.PEER, true);
+                case "floorHotLayer" -> new Series("memcpy one layer, hot (hot floor)", "copy", Domain.MEMORY,
+                        Direction.COPY, Role.PEER, false);
+                default -> ours(r.param("store", "?"), "paged".equals(r.param("source", "contiguous"))
+                        ? "connector paged" : "connector", m, true);
+            };
             case "LmChunkBenchmark" -> ours(r.param("lmStore", "lm://"), "chunks", m, true);
             default -> new Series(r.className(), m, Domain.OTHER, direction(m), Role.OURS, false);
         };

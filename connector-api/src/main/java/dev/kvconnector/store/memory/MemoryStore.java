@@ -4,14 +4,20 @@ import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
 import dev.kvconnector.memory.KeptBlocks;
 import dev.kvconnector.memory.NativeMemory;
+import dev.kvconnector.store.ClaimResult;
 import dev.kvconnector.store.GetResult;
 import dev.kvconnector.store.KVStore;
 import dev.kvconnector.store.PutOptions;
 import dev.kvconnector.store.StoreCapability;
+import dev.kvconnector.store.StoreClaim;
 import dev.kvconnector.store.StoreUri;
+import dev.kvconnector.store.StoreView;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.EnumSet;
+import java.util.IdentityHashMap;
 import java.util.Iterator;
 import java.util.List;
 import java.util.LinkedHashMap;
@@ -35,6 +41,16 @@ import java.util.concurrent.locks.ReentrantLock;
  * 25% slack, counted against the capacity), and a freed block is kept for the next value of its class while the
  * capacity allows. A steady stream of same-sized layers then reuses memory whose pages are already mapped, instead
  * of faulting in fresh pages on every put: on the project's machines a fresh 4 MiB costs about 1024 page faults.
+ *
+ * <p>Zero-copy: the store declares {@link StoreCapability#CLAIM} and {@link StoreCapability#VIEW}. A claim
+ * ({@link MemoryClaim}) reserves a block against the capacity at once and publishes it on commit; a view
+ * ({@link MemoryView}) holds a reference to the entry like a reader's copy does, so its bytes outlive a remove,
+ * replace or eviction until the release. Every block is tied to one shared arena that {@link #close()} closes
+ * before it frees memory: a claim or view segment used after the close throws {@link IllegalStateException}
+ * instead of touching freed memory.
+ *
+ * <p>Over 400 lines because the index, the LRU order, the capacity count, kept blocks and open claims share one
+ * lock and one accounting; the claim and view handles live in their own classes.
  */
 public final class MemoryStore implements KVStore {
     /** Default capacity: 1 GiB. */
@@ -48,18 +64,24 @@ public final class MemoryStore implements KVStore {
     private final ReentrantLock lock = new ReentrantLock();
     private final LinkedHashMap<String, Entry> index = new LinkedHashMap<>(64, 0.75f, true);
     private final KeptBlocks freeBlocks = new KeptBlocks();
+    private final Set<MemoryClaim> openClaims = Collections.newSetFromMap(new IdentityHashMap<>());
+    /** The scope of every block: closed by {@link #close()} before any block is freed. */
+    private final Arena scope = Arena.ofShared();
     private long reservedBytes;
     private volatile boolean closed;
 
-    private final class Entry {
+    /** A stored value; the index holds one reference, each reader or view one more. */
+    final class Entry {
         final MemorySegment block;
         final MemorySegment data;
+        final MemorySegment readOnly;
         final long expiresAtNanos;
         final AtomicInteger refs = new AtomicInteger(1);
 
         Entry(MemorySegment block, long size, long expiresAtNanos) {
             this.block = block;
             this.data = block.asSlice(0, size);
+            this.readOnly = data.asReadOnly();
             this.expiresAtNanos = expiresAtNanos;
         }
 
@@ -112,7 +134,8 @@ public final class MemoryStore implements KVStore {
 
     @Override
     public Set<StoreCapability> capabilities() {
-        return EnumSet.of(StoreCapability.NATIVE_TTL, StoreCapability.LOCAL_MEMORY);
+        return EnumSet.of(StoreCapability.NATIVE_TTL, StoreCapability.LOCAL_MEMORY, StoreCapability.REMOVE,
+                StoreCapability.CLAIM, StoreCapability.VIEW);
     }
 
     /** The capacity in bytes. */
@@ -120,7 +143,7 @@ public final class MemoryStore implements KVStore {
         return capacity;
     }
 
-    /** Bytes of values held, including values whose removal waits for a reader to finish. */
+    /** Bytes of values held, including values whose removal waits for a reader or view, and open claims. */
     public long usedBytes() {
         lock.lock();
         try {
@@ -144,60 +167,194 @@ public final class MemoryStore implements KVStore {
     public boolean put(String key, MemorySegment value, PutOptions options) {
         checkOpen("put", key);
         long size = value.byteSize();
-        if (size > capacity) {
-            throw KVException.of(ErrorCode.VALUE_TOO_LARGE, size + " bytes exceed the store's capacity of " + capacity
-                    + " bytes").store(uri).operation("put").key(key).hint("raise capacity= in the store URI").build();
-        }
-        long ttl = options.ttlMillis() > 0 ? options.ttlMillis() : defaultTtlMillis;
-        long expires = ttl > 0 ? nonZero(System.nanoTime() + ttl * 1_000_000L) : 0;
+        checkFits(size, "put", key);
+        long expires = expiresAt(options);
         long blockBytes = blockSize(size);
-        MemorySegment block = null;
+        MemorySegment block;
         List<MemorySegment> toFree = new ArrayList<>(0);
         lock.lock();
         try {
             if (options.ifAbsent() && liveEntry(key, System.nanoTime()) != null) {
                 return false;
             }
-            block = freeBlocks.take(blockBytes);
-            reserve(key, blockBytes, toFree);
-        } catch (RuntimeException e) {
-            if (block != null) {
-                freeBlocks.keep(block);
-            }
-            throw e;
+            block = takeAndReserve(blockBytes, toFree);
         } finally {
             lock.unlock();
-            toFree.forEach(NativeMemory::free);
+            toFree.forEach(MemoryStore::freeBlock);
+        }
+        if (block == FULL) {
+            throw KVException.of(ErrorCode.STORE_FULL, "no room for " + blockBytes + " bytes: " + usedBytes() + " of "
+                    + capacity + " bytes in use" + (evict ? ", held by readers, views or open claims" : ""))
+                    .store(uri).operation("put").key(key)
+                    .hint(evict ? "raise capacity= or wait for readers" : "eviction=refuse is set: remove entries, "
+                            + "use TTLs, or raise capacity=").build();
         }
         if (block == null) {
-            try {
-                block = NativeMemory.allocate(blockBytes);
-            } catch (RuntimeException e) {
-                unreserve(blockBytes);
-                throw e;
-            }
+            block = allocateBlock(blockBytes, "put", key);
         }
-        MemorySegment.copy(value, 0, block, 0, size);
-        Entry fresh = new Entry(block, size, expires);
+        try {
+            MemorySegment.copy(value, 0, block, 0, size);
+        } catch (IllegalStateException closedMidCopy) {
+            releaseBlock(block);
+            throw closedError("put", key);
+        }
+        return publish(key, new Entry(block, size, expires), options.ifAbsent(), "put");
+    }
+
+    /** Puts {@code fresh} into the index, or frees it (store closed, or if-absent lost the race). */
+    boolean publish(String key, Entry fresh, boolean ifAbsent, String op) {
         Entry old;
+        boolean stored;
         lock.lock();
         try {
-            if (closed || (options.ifAbsent() && liveEntry(key, System.nanoTime()) != null)) {
-                old = fresh;
-                fresh = null;
-            } else {
-                old = index.put(key, fresh);
-            }
+            stored = !closed && !(ifAbsent && liveEntry(key, System.nanoTime()) != null);
+            old = stored ? index.put(key, fresh) : fresh;
         } finally {
             lock.unlock();
         }
         if (old != null) {
             old.release();
         }
-        if (fresh == null) {
-            checkOpen("put", key);
+        if (!stored) {
+            checkOpen(op, key);
         }
-        return fresh != null;
+        return stored;
+    }
+
+    /** A claim handle for this store. */
+    @Override
+    public StoreClaim newClaim() {
+        checkOpen("newClaim", null);
+        return new MemoryClaim(this);
+    }
+
+    @Override
+    public int tryClaim(String key, long bytes, PutOptions options, StoreClaim claim) {
+        checkOpen("tryClaim", key);
+        MemoryClaim c = MemoryClaim.ownedBy(this, claim, key);
+        if (bytes < 0) {
+            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "cannot claim " + bytes + " bytes").store(uri)
+                    .operation("tryClaim").key(key).build();
+        }
+        checkFits(bytes, "tryClaim", key);
+        long blockBytes = blockSize(bytes);
+        MemorySegment block;
+        List<MemorySegment> toFree = new ArrayList<>(0);
+        lock.lock();
+        try {
+            if (options.ifAbsent() && liveEntry(key, System.nanoTime()) != null) {
+                return ClaimResult.EXISTS;
+            }
+            block = takeAndReserve(blockBytes, toFree);
+        } finally {
+            lock.unlock();
+            toFree.forEach(MemoryStore::freeBlock);
+        }
+        if (block == FULL) {
+            return ClaimResult.FULL;
+        }
+        if (block == null) {
+            block = allocateBlock(blockBytes, "tryClaim", key);
+        }
+        lock.lock();
+        try {
+            if (!closed) {
+                c.hold(key, block, bytes, expiresAt(options), options.ifAbsent());
+                openClaims.add(c);
+                return ClaimResult.CLAIMED;
+            }
+        } finally {
+            lock.unlock();
+        }
+        releaseBlock(block);
+        throw closedError("tryClaim", key);
+    }
+
+    /** Takes {@code claim} out of the open claims; false when the store's close already took (and freed) it. */
+    boolean closeClaim(MemoryClaim claim) {
+        lock.lock();
+        try {
+            return openClaims.remove(claim);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** A new entry over a committed claim's block. */
+    Entry entryOf(MemorySegment block, long size, long expiresAtNanos) {
+        return new Entry(block, size, expiresAtNanos);
+    }
+
+    /** A view handle for this store. */
+    @Override
+    public StoreView newView() {
+        checkOpen("newView", null);
+        return new MemoryView(this);
+    }
+
+    @Override
+    public long tryView(String key, StoreView view) {
+        checkOpen("tryView", key);
+        MemoryView v = MemoryView.ownedBy(this, view, key);
+        Entry e = retain(key, "tryView");
+        if (e == null) {
+            return GetResult.MISS;
+        }
+        v.hold(e);
+        return e.data.byteSize();
+    }
+
+    private void checkFits(long size, String op, String key) {
+        if (size > capacity) {
+            throw KVException.of(ErrorCode.VALUE_TOO_LARGE, size + " bytes exceed the store's capacity of " + capacity
+                    + " bytes").store(uri).operation(op).key(key).hint("raise capacity= in the store URI").build();
+        }
+    }
+
+    private long expiresAt(PutOptions options) {
+        long ttl = options.ttlMillis() > 0 ? options.ttlMillis() : defaultTtlMillis;
+        return ttl > 0 ? nonZero(System.nanoTime() + ttl * 1_000_000L) : 0;
+    }
+
+    /** Marks "no room" from {@link #takeAndReserve}; never freed or written. */
+    private static final MemorySegment FULL = MemorySegment.ofArray(new byte[0]);
+
+    /**
+     * Reserves a block of {@code blockBytes}: a kept one, or null for the caller to allocate, or {@link #FULL}
+     * (nothing reserved). Caller holds the lock.
+     */
+    private MemorySegment takeAndReserve(long blockBytes, List<MemorySegment> toFree) {
+        MemorySegment block = freeBlocks.take(blockBytes);
+        if (block != null) {
+            reservedBytes += blockBytes;
+            return block;
+        }
+        return tryReserve(blockBytes, toFree) ? null : FULL;
+    }
+
+    /** Allocates a block tied to the store's scope; on failure the reservation is returned. */
+    @SuppressWarnings("restricted")
+    private MemorySegment allocateBlock(long blockBytes, String op, String key) {
+        MemorySegment raw;
+        try {
+            raw = NativeMemory.allocate(blockBytes);
+        } catch (RuntimeException e) {
+            unreserve(blockBytes);
+            throw e;
+        }
+        try {
+            return raw.reinterpret(scope, null);
+        } catch (IllegalStateException closedMeanwhile) {
+            NativeMemory.free(raw);
+            unreserve(blockBytes);
+            throw closedError(op, key);
+        }
+    }
+
+    /** Frees a block, also after its scope closed (free takes the address alone). */
+    @SuppressWarnings("restricted")
+    private static void freeBlock(MemorySegment block) {
+        NativeMemory.free(MemorySegment.ofAddress(block.address()).reinterpret(block.byteSize()));
     }
 
     private static long nonZero(long t) {
@@ -214,7 +371,8 @@ public final class MemoryStore implements KVStore {
         return block <= capacity ? block : size;
     }
 
-    private void releaseBlock(MemorySegment block) {
+    /** Returns a block's bytes to the capacity: kept for reuse while it fits, else freed. */
+    void releaseBlock(MemorySegment block) {
         long size = block.byteSize();
         boolean keep;
         lock.lock();
@@ -228,16 +386,18 @@ public final class MemoryStore implements KVStore {
             lock.unlock();
         }
         if (!keep) {
-            NativeMemory.free(block);
+            freeBlock(block);
         }
     }
 
     /**
-     * Makes room for {@code size} more bytes: kept free blocks go first, then (with LRU eviction) the least recently
-     * used entries. Reserved plus kept bytes never pass the capacity. Caller holds the lock; blocks to free after
-     * unlocking go into {@code toFree}.
+     * Makes room for {@code size} more bytes and reserves them: kept free blocks go first, then (with LRU eviction)
+     * the least recently used entries. Reserved plus kept bytes never pass the capacity. Caller holds the lock;
+     * blocks to free after unlocking go into {@code toFree}.
+     *
+     * @return false when there is no room (nothing reserved)
      */
-    private void reserve(String key, long size, List<MemorySegment> toFree) {
+    private boolean tryReserve(long size, List<MemorySegment> toFree) {
         if (reservedBytes + freeBlocks.bytes() + size > capacity) {
             purgeExpired();
         }
@@ -250,17 +410,11 @@ public final class MemoryStore implements KVStore {
                 lru.remove();
                 victim.release();
             } else {
-                break;
+                return false;
             }
         }
-        if (reservedBytes + freeBlocks.bytes() + size > capacity) {
-            throw KVException.of(ErrorCode.STORE_FULL, "no room for " + size + " bytes: " + reservedBytes + " of "
-                    + capacity + " bytes in use" + (evict ? ", held by readers still copying" : ""))
-                    .store(uri).operation("put").key(key)
-                    .hint(evict ? "raise capacity= or wait for readers" : "eviction=refuse is set: remove entries, "
-                            + "use TTLs, or raise capacity=").build();
-        }
         reservedBytes += size;
+        return true;
     }
 
     private void unreserve(long size) {
@@ -299,6 +453,9 @@ public final class MemoryStore implements KVStore {
         checkOpen(op, key);
         lock.lock();
         try {
+            if (closed) {
+                throw closedError(op, key);
+            }
             Entry e = liveEntry(key, System.nanoTime());
             if (e != null) {
                 e.refs.incrementAndGet();
@@ -322,6 +479,8 @@ public final class MemoryStore implements KVStore {
             }
             MemorySegment.copy(e.data, 0, dst, 0, size);
             return size;
+        } catch (IllegalStateException closedMidCopy) {
+            throw closedError("getInto", key);
         } finally {
             e.release();
         }
@@ -364,33 +523,48 @@ public final class MemoryStore implements KVStore {
         return uri + ": " + count() + " keys, " + usedBytes() + " of " + capacity + " bytes used";
     }
 
-    private void checkOpen(String op, String key) {
+    void checkOpen(String op, String key) {
         if (closed) {
-            throw KVException.of(ErrorCode.CLOSED, "the store is closed").store(uri).operation(op).key(key).build();
+            throw closedError(op, key);
         }
     }
 
+    KVException closedError(String op, String key) {
+        return KVException.of(ErrorCode.CLOSED, "the store is closed").store(uri).operation(op).key(key).build();
+    }
+
+    /** Whether {@link #close()} has begun. */
+    boolean isClosed() {
+        return closed;
+    }
+
+    /**
+     * Frees every value and open claim, after closing the scope of every block: a claim or view segment used
+     * later throws {@link IllegalStateException}. Values under a view are freed when the view is released.
+     */
     @Override
     public void close() {
+        Entry[] entries;
+        MemoryClaim[] claims;
         lock.lock();
         try {
             if (closed) {
                 return;
             }
             closed = true;
-        } finally {
-            lock.unlock();
-        }
-        Entry[] entries;
-        lock.lock();
-        try {
             entries = index.values().toArray(new Entry[0]);
             index.clear();
+            claims = openClaims.toArray(new MemoryClaim[0]);
+            openClaims.clear();
         } finally {
             lock.unlock();
         }
+        scope.close();
         for (Entry e : entries) {
             e.release();
+        }
+        for (MemoryClaim c : claims) {
+            releaseBlock(c.dropAtClose());
         }
         List<MemorySegment> kept = new ArrayList<>();
         lock.lock();
@@ -399,6 +573,6 @@ public final class MemoryStore implements KVStore {
         } finally {
             lock.unlock();
         }
-        kept.forEach(NativeMemory::free);
+        kept.forEach(MemoryStore::freeBlock);
     }
 }

@@ -117,7 +117,7 @@ public final class ShmStore implements KVStore {
     private static final Pattern NAME = Pattern.compile("[A-Za-z0-9._-]{1,200}");
     private static final Set<StoreCapability> CAPABILITIES =
             Set.copyOf(EnumSet.of(StoreCapability.NATIVE_TTL, StoreCapability.SHARED_ACROSS_PROCESSES,
-                    StoreCapability.LOCAL_MEMORY));
+                    StoreCapability.LOCAL_MEMORY, StoreCapability.REMOVE));
 
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
     private static final VarHandle INT = ValueLayout.JAVA_INT.varHandle();

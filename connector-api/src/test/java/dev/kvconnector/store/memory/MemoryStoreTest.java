@@ -7,9 +7,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
+import dev.kvconnector.store.ClaimResult;
 import dev.kvconnector.store.GetResult;
 import dev.kvconnector.store.KVStores;
 import dev.kvconnector.store.PutOptions;
+import dev.kvconnector.store.StoreClaim;
+import dev.kvconnector.store.StoreView;
 import dev.kvconnector.testkit.Segments;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -151,5 +154,112 @@ class MemoryStoreTest {
                 () -> KVStores.open("memory:?eviction=random")).code());
         assertEquals(ErrorCode.INVALID_URI, assertThrows(KVException.class,
                 () -> KVStores.open("memory:?capacity=lots")).code());
+    }
+
+    @Test
+    void openClaimsCountAgainstTheCapacityAndAFullStoreReturnsFullNotAnException() {
+        try (MemoryStore s = (MemoryStore) KVStores.open("memory:?capacity=3000&eviction=refuse")) {
+            StoreClaim a = s.newClaim();
+            StoreClaim b = s.newClaim();
+            assertEquals(ClaimResult.CLAIMED, s.tryClaim("a", 2000, PutOptions.DEFAULT, a));
+            assertEquals(2000, s.usedBytes(), "an open claim must be counted");
+            assertEquals(ClaimResult.FULL, s.tryClaim("b", 2000, PutOptions.DEFAULT, b));
+            assertFalse(b.isClaimed());
+            assertEquals(2000, s.usedBytes(), "a refused claim reserved bytes");
+            a.abort();
+            assertEquals(0, s.usedBytes(), "an aborted claim kept its bytes");
+            assertEquals(ClaimResult.CLAIMED, s.tryClaim("b", 2000, PutOptions.DEFAULT, b));
+            assertTrue(b.commit());
+            assertEquals(2000, s.usedBytes());
+            assertEquals(1, s.count());
+            KVException tooLarge = assertThrows(KVException.class, () -> s.tryClaim("c", 3001, PutOptions.DEFAULT, a));
+            assertEquals(ErrorCode.VALUE_TOO_LARGE, tooLarge.code());
+        }
+    }
+
+    @Test
+    void lruEvictionWhileAViewIsHeldTakesTheKeyButFreesTheBytesOnlyOnRelease() {
+        try (Arena a = Arena.ofConfined(); MemoryStore s = (MemoryStore) KVStores.open("memory:?capacity=3000")) {
+            MemorySegment v = Segments.random(a, 1000, 11);
+            s.put("a", v, PutOptions.DEFAULT);
+            StoreView view = s.newView();
+            assertEquals(1000, s.tryView("a", view));
+            s.put("b", Segments.random(a, 1000, 12), PutOptions.DEFAULT);
+            s.put("c", Segments.random(a, 1000, 13), PutOptions.DEFAULT);
+            s.put("d", Segments.random(a, 1000, 14), PutOptions.DEFAULT);
+            assertFalse(s.exists("a"), "a was least recently used and should have been evicted");
+            assertEquals(3000, s.usedBytes(), "the viewed bytes must stay counted until the release");
+            assertEquals(2, s.count());
+            assertTrue(Segments.equal(v, view.segment(), 1000), "the evicted entry's bytes changed under the view");
+            view.release();
+            assertEquals(2000, s.usedBytes(), "the release must free the evicted entry");
+        }
+    }
+
+    @Test
+    void refuseModeWithAViewOfARemovedKeyRefusesUntilTheRelease() {
+        try (Arena a = Arena.ofConfined();
+             MemoryStore s = (MemoryStore) KVStores.open("memory:?capacity=2000&eviction=refuse")) {
+            MemorySegment v = Segments.random(a, 1000, 15);
+            s.put("a", v, PutOptions.DEFAULT);
+            s.put("b", v, PutOptions.DEFAULT);
+            StoreView view = s.newView();
+            assertEquals(1000, s.tryView("a", view));
+            assertTrue(s.remove("a"));
+            assertEquals(ErrorCode.STORE_FULL,
+                    assertThrows(KVException.class, () -> s.put("c", v, PutOptions.DEFAULT)).code());
+            StoreClaim claim = s.newClaim();
+            assertEquals(ClaimResult.FULL, s.tryClaim("c", 1000, PutOptions.DEFAULT, claim));
+            assertTrue(Segments.equal(v, view.segment(), 1000));
+            view.release();
+            assertEquals(ClaimResult.CLAIMED, s.tryClaim("c", 1000, PutOptions.DEFAULT, claim));
+            assertTrue(claim.commit());
+            assertEquals(2, s.count());
+        }
+    }
+
+    @Test
+    void commitReplacesTheOldValueAndFreesItAfterItsLastView() {
+        try (Arena a = Arena.ofConfined(); MemoryStore s = MemoryStore.withCapacity(1L << 20)) {
+            MemorySegment old = Segments.random(a, 100_000, 16);
+            s.put("k", old, PutOptions.DEFAULT);
+            StoreView view = s.newView();
+            assertEquals(100_000, s.tryView("k", view));
+            StoreClaim claim = s.newClaim();
+            assertEquals(ClaimResult.CLAIMED, s.tryClaim("k", 50_000, PutOptions.DEFAULT, claim));
+            claim.segment().fill((byte) 9);
+            assertTrue(claim.commit());
+            assertEquals(50_000, s.size("k"));
+            assertTrue(Segments.equal(old, view.segment(), 100_000));
+            long withView = s.usedBytes();
+            view.release();
+            assertTrue(s.usedBytes() < withView, "the replaced value was not freed on its last release");
+        }
+    }
+
+    @Test
+    void ifAbsentClaimLosesToAPutBetweenClaimAndCommit() {
+        try (Arena a = Arena.ofConfined(); MemoryStore s = MemoryStore.withCapacity(1L << 20)) {
+            StoreClaim claim = s.newClaim();
+            assertEquals(ClaimResult.CLAIMED, s.tryClaim("k", 100, PutOptions.DEFAULT.withIfAbsent(true), claim));
+            MemorySegment winner = Segments.random(a, 100, 17);
+            s.put("k", winner, PutOptions.DEFAULT);
+            claim.segment().fill((byte) 1);
+            assertFalse(claim.commit(), "the if-absent commit must lose to the earlier put");
+            MemorySegment dst = a.allocate(100);
+            assertEquals(100, s.getInto("k", dst));
+            assertTrue(Segments.equal(winner, dst, 100));
+            assertEquals(100, s.usedBytes(), "the losing claim's bytes were not returned");
+        }
+    }
+
+    @Test
+    void handlesOfAnotherStoreAreRefused() {
+        try (MemoryStore s = MemoryStore.withCapacity(1L << 20); MemoryStore t = MemoryStore.withCapacity(1L << 20)) {
+            assertEquals(ErrorCode.INVALID_ARGUMENT, assertThrows(KVException.class,
+                    () -> s.tryClaim("k", 10, PutOptions.DEFAULT, t.newClaim())).code());
+            assertEquals(ErrorCode.INVALID_ARGUMENT, assertThrows(KVException.class,
+                    () -> s.tryView("k", t.newView())).code());
+        }
     }
 }

@@ -198,6 +198,23 @@ public final class LmChunkCodec implements ObjectCodec {
             }
         }
 
+        /** LMCache chunk objects carry no checksum. */
+        @Override
+        public boolean fusedChecksum() {
+            return false;
+        }
+
+        @Override
+        public void sealWithCrc(int chunk, int layer, MemorySegment object, int payloadCrc32c) {
+            throw KVException.of(ErrorCode.UNSUPPORTED, "LMCache chunk objects carry no checksum").build();
+        }
+
+        /** {@inheritDoc} Always {@link #OK}: there is no checksum to compare. */
+        @Override
+        public int verifyPayloadCrc(int chunk, int layer, MemorySegment header, int payloadCrc32c) {
+            return OK;
+        }
+
         @Override
         public void sealDetached(int chunk, int layer, MemorySegment header) {
             seal(chunk, layer, header);

@@ -38,6 +38,9 @@ public final class LmMooncakeLayoutStore implements KVStore {
         caps.addAll(inner.capabilities());
         // Registration goes through MooncakeStore's RegisteredMemory, which this wrapper does not expose.
         caps.remove(StoreCapability.REGISTERED_MEMORY);
+        // Claims and views would bypass the framing checks of put and get, which this wrapper does not forward.
+        caps.remove(StoreCapability.CLAIM);
+        caps.remove(StoreCapability.VIEW);
         this.capabilities = Set.copyOf(caps);
     }
 

@@ -65,7 +65,7 @@ public final class LmValkeyLayoutStore implements KVStore {
         Set<StoreCapability> caps = EnumSet.noneOf(StoreCapability.class);
         for (StoreCapability c : inner.capabilities()) {
             if (c == StoreCapability.NATIVE_TTL || c == StoreCapability.BATCH
-                    || c == StoreCapability.SHARED_ACROSS_PROCESSES) {
+                    || c == StoreCapability.SHARED_ACROSS_PROCESSES || c == StoreCapability.REMOVE) {
                 caps.add(c);
             }
         }

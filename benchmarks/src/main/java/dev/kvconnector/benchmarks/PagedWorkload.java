@@ -1,0 +1,117 @@
+package dev.kvconnector.benchmarks;
+
+import dev.kvconnector.connector.DropMode;
+import dev.kvconnector.connector.DropResult;
+import dev.kvconnector.connector.DropTarget;
+import dev.kvconnector.connector.InsertSession;
+import dev.kvconnector.connector.KVStoreConnector;
+import dev.kvconnector.key.RequestTokens;
+import dev.kvconnector.layout.KVLayout;
+import dev.kvconnector.paged.BlockTable;
+import dev.kvconnector.paged.PagedKVCache;
+import dev.kvconnector.store.KVStore;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.SplittableRandom;
+
+/**
+ * One request moved between two host paged caches through a connector, as an engine with vLLM's flash layout does:
+ * the insert gathers every layer from a source cache through a shuffled block table, and the drop-select scatters
+ * into a destination cache through another. Each cache holds twice the request's blocks, so the table's blocks are
+ * spread over memory as a running engine's are. Connector settings match {@code TransferWorkload}'s, so the paged
+ * rows and the contiguous rows differ only in the source and sink.
+ */
+final class PagedWorkload implements AutoCloseable {
+    private final KVStoreConnector connector;
+    private final KVLayout layout;
+    private final PagedKVCache source;
+    private final PagedKVCache target;
+    private final BlockTable sourceTable;
+    private final BlockTable targetTable;
+    private final int[] prompt;
+
+    PagedWorkload(KVStore store, KVLayout layout, int tokens) {
+        this.layout = layout;
+        this.connector = KVStoreConnector.builder(store, layout).modelId("bench/" + layout.name())
+                .dropMode(DropMode.CONSUME).checksums(true)
+                .stagingBytes(Math.max(1L << 30, 4 * layout.layerBytes(tokens) + (64L << 20))).build();
+        int blocks = (tokens + layout.blockSize() - 1) / layout.blockSize();
+        SplittableRandom r = new SplittableRandom(16);
+        source = PagedKVCache.allocate(layout, 2 * blocks);
+        target = PagedKVCache.allocate(layout, 2 * blocks);
+        for (int l = 0; l < layout.numLayers(); l++) {
+            for (int t = 0; t < layout.tensorsPerLayer(); t++) {
+                MemorySegment s = source.tensor(l, t);
+                for (long i = 0; i + 8 <= s.byteSize(); i += 8) {
+                    s.set(ValueLayout.JAVA_LONG_UNALIGNED, i, r.nextLong());
+                }
+            }
+        }
+        sourceTable = new BlockTable(shuffledBlocks(2 * blocks, blocks, r), layout.blockSize(), tokens);
+        targetTable = new BlockTable(shuffledBlocks(2 * blocks, blocks, r), layout.blockSize(), tokens);
+        prompt = new int[tokens];
+        for (int i = 0; i < tokens; i++) {
+            prompt[i] = r.nextInt(128_000);
+        }
+    }
+
+    private static int[] shuffledBlocks(int cacheBlocks, int used, SplittableRandom r) {
+        int[] all = new int[cacheBlocks];
+        for (int i = 0; i < all.length; i++) {
+            all[i] = i;
+        }
+        for (int i = all.length - 1; i > 0; i--) {
+            int j = r.nextInt(i + 1);
+            int t = all[i];
+            all[i] = all[j];
+            all[j] = t;
+        }
+        return java.util.Arrays.copyOf(all, used);
+    }
+
+    RequestTokens request(int i) {
+        return RequestTokens.of(prompt).inNamespace("bench-paged-" + i);
+    }
+
+    /** Inserts request {@code i}: every layer gathered from the source cache, then commit. */
+    void insert(int i) {
+        try (InsertSession s = connector.beginInsert(request(i))) {
+            for (int l = 0; l < layout.numLayers(); l++) {
+                s.putLayer(l, source, sourceTable);
+            }
+            s.commit();
+        }
+    }
+
+    /** Drop-selects request {@code i} into the target cache (consuming it). */
+    DropResult dropSelect(int i) {
+        return connector.dropSelect(request(i), DropTarget.paged(target, targetTable));
+    }
+
+    /** Whether every token of every layer's tensors landed in the target cache intact. */
+    boolean targetMatchesSource() {
+        long tb = layout.bytesPerTokenPerTensor();
+        for (int l = 0; l < layout.numLayers(); l++) {
+            for (int t = 0; t < layout.tensorsPerLayer(); t++) {
+                for (int tok = 0; tok < sourceTable.tokens(); tok++) {
+                    long s = sourceTable.slot(tok) * tb;
+                    long d = targetTable.slot(tok) * tb;
+                    if (MemorySegment.mismatch(source.tensor(l, t), s, s + tb, target.tensor(l, t), d, d + tb) != -1) {
+                        return false;
+                    }
+                }
+            }
+        }
+        return true;
+    }
+
+    @Override
+    public void close() {
+        try {
+            connector.close();
+        } finally {
+            source.close();
+            target.close();
+        }
+    }
+}

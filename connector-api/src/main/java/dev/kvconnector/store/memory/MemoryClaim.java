@@ -1,0 +1,109 @@
+package dev.kvconnector.store.memory;
+
+import dev.kvconnector.error.ErrorCode;
+import dev.kvconnector.error.KVException;
+import dev.kvconnector.store.StoreClaim;
+import java.lang.foreign.MemorySegment;
+
+/**
+ * {@link StoreClaim} of a {@link MemoryStore}: a block reserved against the store's capacity from the claim on. The
+ * commit wraps the block in an entry and publishes it as a put does; the abort (or the store's close) returns it.
+ * The segment handed out is a slice of the block, exactly the claimed size.
+ */
+final class MemoryClaim implements StoreClaim {
+    private final MemoryStore store;
+    private String key;
+    private MemorySegment block;
+    private MemorySegment segment;
+    private long expiresAtNanos;
+    private boolean ifAbsent;
+
+    MemoryClaim(MemoryStore store) {
+        this.store = store;
+    }
+
+    /** {@code claim} as a handle of {@code store}, checked to be empty. */
+    static MemoryClaim ownedBy(MemoryStore store, StoreClaim claim, String key) {
+        if (!(claim instanceof MemoryClaim c) || c.store != store) {
+            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "the claim handle does not belong to this store")
+                    .store(store.uri()).operation("tryClaim").key(key)
+                    .hint("get handles from the same store's newClaim()").build();
+        }
+        if (c.block != null) {
+            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "the claim handle still holds a claim on "
+                    + KVException.shortenKey(c.key)).store(store.uri()).operation("tryClaim").key(key)
+                    .hint("commit() or abort() it before the next tryClaim").build();
+        }
+        return c;
+    }
+
+    void hold(String claimKey, MemorySegment claimBlock, long bytes, long expires, boolean absent) {
+        this.key = claimKey;
+        this.block = claimBlock;
+        this.segment = claimBlock.asSlice(0, bytes);
+        this.expiresAtNanos = expires;
+        this.ifAbsent = absent;
+    }
+
+    /** Empties the handle for the store's close and returns the block, for the store to free. */
+    MemorySegment dropAtClose() {
+        MemorySegment b = block;
+        clear();
+        return b;
+    }
+
+    @Override
+    public MemorySegment segment() {
+        requireClaimed("segment");
+        return segment;
+    }
+
+    @Override
+    public boolean isClaimed() {
+        return block != null;
+    }
+
+    @Override
+    public boolean commit() {
+        requireClaimed("commit");
+        String k = key;
+        MemorySegment b = block;
+        long size = segment.byteSize();
+        long expires = expiresAtNanos;
+        boolean absent = ifAbsent;
+        if (!store.closeClaim(this)) {
+            clear();
+            throw store.closedError("commit", k);
+        }
+        clear();
+        return store.publish(k, store.entryOf(b, size, expires), absent, "commit");
+    }
+
+    @Override
+    public void abort() {
+        if (block != null && store.closeClaim(this)) {
+            MemorySegment b = block;
+            clear();
+            store.releaseBlock(b);
+        } else {
+            clear();
+        }
+    }
+
+    private void requireClaimed(String op) {
+        if (block == null) {
+            if (store.isClosed()) {
+                throw store.closedError(op, null);
+            }
+            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "the claim handle holds no claim").store(store.uri())
+                    .operation(op).hint("tryClaim must return CLAIMED first; commit and abort empty the handle")
+                    .build();
+        }
+    }
+
+    private void clear() {
+        key = null;
+        block = null;
+        segment = null;
+    }
+}
