@@ -102,6 +102,7 @@ public final class StoreConnector implements KVStoreConnector {
                     .store(store.uri()).operation("connect").hint("drop skipExisting, or use an LMCache codec").build();
         }
         ObjectCodec.requirePair(scheme, codec);
+        codec.requireStore(store.uri());
         this.keyContext = new KeyContext(b.modelId == null ? layout.name() : b.modelId, layout, b.tpRank, b.worldSize,
                 b.chunkTokens);
         this.dropMode = b.dropMode;

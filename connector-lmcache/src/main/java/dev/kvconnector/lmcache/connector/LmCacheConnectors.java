@@ -12,6 +12,7 @@ import dev.kvconnector.lmcache.format.LmChunkCodec;
 import dev.kvconnector.lmcache.format.LmChunkFormat;
 import dev.kvconnector.lmcache.key.LmcacheV1KeyScheme;
 import dev.kvconnector.store.KVStore;
+import dev.kvconnector.store.StoreCapability;
 import dev.kvconnector.store.StoreUri;
 import java.util.LinkedHashMap;
 import java.util.Objects;
@@ -164,7 +165,7 @@ public final class LmCacheConnectors {
          * @throws KVException {@code INVALID_ARGUMENT} for a missing or {@code @}-holding model name, a format that
          *                     does not fit the layout or the store (2024 formats over the {@code lmcache+} layouts,
          *                     v1 formats over a plain {@code lm://}), tags on 2024 keys, or {@link DropMode#CONSUME}
-         *                     over an LMCache server
+         *                     over a store without {@link StoreCapability#REMOVE} (an LMCache server)
          */
         public StoreConnector build() {
             if (modelId == null || modelId.isEmpty() || modelId.indexOf('@') >= 0) {
@@ -176,24 +177,10 @@ public final class LmCacheConnectors {
             LmChunkCodec codec = LmChunkCodec.of(f);
             boolean v1 = codec.metadataBytes() > 0;
             String scheme = StoreUri.parse(store.uri()).scheme();
-            // TODO(core-perf): becomes !store.capabilities().contains(StoreCapability.REMOVE) once that is merged;
-            // until then LmStore.remove throws UNSUPPORTED, and lm:// is the one store without remove.
-            if (dropMode == DropMode.CONSUME && scheme.endsWith("lm")) {
-                throw KVException.of(ErrorCode.INVALID_ARGUMENT, "DropMode.CONSUME needs remove, and the LMCache "
-                        + "server protocol has none").store(store.uri()).hint("use DropMode.RETAIN over " + scheme
-                        + "://").build();
-            }
-            if (v1 && "lm".equals(scheme)) {
-                throw KVException.of(ErrorCode.INVALID_ARGUMENT, "format " + f + " carries RemoteMetadata, which a "
-                        + "plain lm:// store would keep inside the object, where LMCache clients do not expect it")
-                        .store(store.uri()).hint("open the server as lmcache+lm://host:port, which sends the "
-                                + "metadata in the protocol header as LMCache does").build();
-            }
-            if (!v1 && scheme.startsWith("lmcache+")) {
-                throw KVException.of(ErrorCode.INVALID_ARGUMENT, "format " + f + " writes 2024 chunks without "
-                        + "RemoteMetadata, and " + store.uri() + " holds LMCache v1 chunk objects")
-                        .store(store.uri()).hint("use V1_KV_2LTD (or V1_KV_MLA) over lmcache+ stores, or the plain "
-                                + "store URI for 2024 chunks").build();
+            if (dropMode == DropMode.CONSUME && !store.capabilities().contains(StoreCapability.REMOVE)) {
+                throw KVException.of(ErrorCode.INVALID_ARGUMENT, "DropMode.CONSUME needs remove, and " + store.uri()
+                        + " has none (an LMCache server's protocol has no delete)").store(store.uri())
+                        .hint("use DropMode.RETAIN over " + scheme + "://").build();
             }
             if (!tags.isEmpty() && !v1) {
                 throw KVException.of(ErrorCode.INVALID_ARGUMENT, "2024 keys (format " + f + ") have no tags").build();

@@ -11,6 +11,7 @@ import dev.kvconnector.key.Granularity;
 import dev.kvconnector.key.KeyPlan;
 import dev.kvconnector.layout.AttentionKind;
 import dev.kvconnector.layout.KVLayout;
+import dev.kvconnector.store.StoreUri;
 import dev.kvconnector.tensor.DType;
 import java.lang.foreign.MemorySegment;
 import java.util.Objects;
@@ -105,6 +106,29 @@ public final class LmChunkCodec implements ObjectCodec {
         }
         if (format.memoryFormat() > 0) {
             LmRemoteMetadata.dtypeCode(layout.dtype());
+        }
+    }
+
+    /**
+     * {@inheritDoc} The v1 formats' RemoteMetadata goes in the request header over an LMCache server, so a plain
+     * {@code lm://} store, which would keep it inside the object, is refused for them ({@code lmcache+lm://} is the
+     * store); the 2024 formats have no metadata, so the {@code lmcache+} layout stores, which hold v1 chunk objects,
+     * are refused for them.
+     */
+    @Override
+    public void requireStore(String storeUri) {
+        String scheme = StoreUri.parse(storeUri).scheme();
+        if (metadataBytes() > 0 && "lm".equals(scheme)) {
+            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "format " + format + " carries RemoteMetadata, which a "
+                    + "plain lm:// store would keep inside the object, where LMCache clients do not expect it")
+                    .store(storeUri).operation("connect").hint("open the server as lmcache+lm://host:port, which "
+                            + "sends the metadata in the protocol header as LMCache does").build();
+        }
+        if (metadataBytes() == 0 && scheme.startsWith("lmcache+")) {
+            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "format " + format + " writes 2024 chunks without "
+                    + "RemoteMetadata, and " + storeUri + " holds LMCache v1 chunk objects")
+                    .store(storeUri).operation("connect").hint("use V1_KV_2LTD (or V1_KV_MLA) over lmcache+ stores, or "
+                            + "the plain store URI for 2024 chunks").build();
         }
     }
 

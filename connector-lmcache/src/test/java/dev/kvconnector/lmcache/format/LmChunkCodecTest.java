@@ -142,4 +142,19 @@ class LmChunkCodecTest {
         ObjectPlan plan = LmChunkCodec.of(LmChunkFormat.V0_VLLM).plan(keys(), MHA, false);
         assertEquals(null, plan.hiddenKey(0));
     }
+
+    @Test
+    void v1ObjectsAreRefusedOverAPlainLmStoreAnd2024ObjectsOverTheV1Layouts() {
+        LmChunkCodec v1 = LmChunkCodec.of(LmChunkFormat.V1_KV_2LTD);
+        KVException lm = assertThrows(KVException.class, () -> v1.requireStore("lm://127.0.0.1:65432"));
+        assertEquals(ErrorCode.INVALID_ARGUMENT, lm.code());
+        assertTrue(lm.getMessage().contains("lmcache+lm://"), lm.getMessage());
+        v1.requireStore("lmcache+lm://127.0.0.1:65432");
+        v1.requireStore("memory:");
+        LmChunkCodec v0 = LmChunkCodec.of(LmChunkFormat.V0_VLLM);
+        v0.requireStore("lm://127.0.0.1:65432");
+        KVException layout = assertThrows(KVException.class, () -> v0.requireStore("lmcache+valkey://127.0.0.1:6379"));
+        assertEquals(ErrorCode.INVALID_ARGUMENT, layout.code());
+        assertTrue(layout.getMessage().contains("RemoteMetadata"), layout.getMessage());
+    }
 }
