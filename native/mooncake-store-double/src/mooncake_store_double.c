@@ -20,18 +20,25 @@
  *  - remove_by_regex uses POSIX extended regular expressions and matches anywhere in the key;
  *    the real store uses ECMAScript syntax (\d, lazy quantifiers and look-ahead differ);
  *  - calls before setup return -601 (ILLEGAL_CLIENT) and init_all returns -1012 (NOT_SUPPORTED);
+ *  - with MOONCAKE_DOUBLE_MASTER_RETRY_MS set (above 0), setup imitates upstream's client setup against a master
+ *    it cannot reach: it opens a TCP connection to the master address, and when local_hostname has no port it
+ *    tries SETUP_RETRIES times, sleeping that many ms after each failure (upstream: 20 tries of about 4.4 s), then
+ *    returns -900 (RPC_FAIL); with a port it tries once. Unset (the default), no connection is made, as before;
  *  - -703 (replica not ready) never happens: puts complete within the call.
  *
  * One mutex per pool serialises object access; registrations have a rwlock per handle.
  */
 #include "store_c.h"
 
+#include <netdb.h>
 #include <pthread.h>
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 enum {
     RC_OK = 0,
@@ -43,6 +50,7 @@ enum {
     RC_OBJECT_NOT_FOUND = -704,
     RC_OBJECT_HAS_LEASE = -706,
     RC_TRANSFER_FAIL = -800,
+    RC_RPC_FAIL = -900,
     RC_NOT_SUPPORTED = -1012
 };
 
@@ -51,6 +59,7 @@ enum {
 #define DEFAULT_MASTER "127.0.0.1:50051"
 #define EVICT_PERCENT 5
 #define HIGH_WATERMARK_PERCENT 90
+#define SETUP_RETRIES 20
 
 typedef struct object {
     struct object *next;
@@ -402,6 +411,58 @@ void mooncake_store_destroy(mooncake_store_t store) {
     free(h);
 }
 
+/* Whether a TCP connection to "host:port" (or "[v6]:port") opens; the connection is closed at once. */
+static int master_reachable(const char *address) {
+    char host[256];
+    const char *colon = strrchr(address, ':');
+    if (colon == NULL || (size_t)(colon - address) >= sizeof host) {
+        return 0;
+    }
+    size_t n = (size_t)(colon - address);
+    memcpy(host, address, n);
+    host[n] = '\0';
+    if (n >= 2 && host[0] == '[' && host[n - 1] == ']') {
+        memmove(host, host + 1, n - 2);
+        host[n - 2] = '\0';
+    }
+    struct addrinfo hints;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_socktype = SOCK_STREAM;
+    struct addrinfo *found = NULL;
+    if (getaddrinfo(host, colon + 1, &hints, &found) != 0) {
+        return 0;
+    }
+    int ok = 0;
+    for (struct addrinfo *a = found; a != NULL && !ok; a = a->ai_next) {
+        int fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+        if (fd >= 0) {
+            ok = connect(fd, a->ai_addr, a->ai_addrlen) == 0;
+            close(fd);
+        }
+    }
+    freeaddrinfo(found);
+    return ok;
+}
+
+/* Upstream's retry loop against an unreachable master, when MOONCAKE_DOUBLE_MASTER_RETRY_MS asks for it. */
+static int imitate_master_connect(const char *master, int has_port) {
+    uint64_t delay_ms = env_u64("MOONCAKE_DOUBLE_MASTER_RETRY_MS", 0);
+    if (delay_ms == 0) {
+        return RC_OK;
+    }
+    int tries = has_port ? 1 : SETUP_RETRIES;
+    for (int i = 0; i < tries; i++) {
+        if (master_reachable(master)) {
+            return RC_OK;
+        }
+        if (!has_port) {
+            struct timespec pause = {(time_t)(delay_ms / 1000), (long)(delay_ms % 1000) * 1000000L};
+            nanosleep(&pause, NULL);
+        }
+    }
+    return RC_RPC_FAIL;
+}
+
 int mooncake_store_setup(mooncake_store_t store, const char *local_hostname, const char *metadata_server,
                          uint64_t global_segment_size, uint64_t local_buffer_size, const char *protocol,
                          const char *device_name, const char *master_server_addr) {
@@ -431,7 +492,12 @@ int mooncake_store_setup(mooncake_store_t store, const char *local_hostname, con
         port = 12300 + (int)(next_port++ % 2001u);
         pthread_mutex_unlock(&pools_lock);
     }
-    pool_t *p = attach_pool(master_server_addr != NULL ? master_server_addr : DEFAULT_MASTER, global_segment_size);
+    const char *master = master_server_addr != NULL ? master_server_addr : DEFAULT_MASTER;
+    int rc = imitate_master_connect(master, colon != NULL);
+    if (rc != RC_OK) {
+        return rc;
+    }
+    pool_t *p = attach_pool(master, global_segment_size);
     if (p == NULL) {
         return RC_INTERNAL;
     }

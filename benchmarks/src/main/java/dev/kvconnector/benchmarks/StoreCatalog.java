@@ -58,11 +58,12 @@ public final class StoreCatalog {
     /**
      * The {@code mooncake://} URI of the native test double at {@code library}: the binding and the store's zero-copy
      * path are real, the store behind them is the in-process double (named so in the report by its library). The
-     * defaults otherwise, as a user gets them.
+     * defaults otherwise, as a user gets them, but for the probe of the master ({@code probe-timeout=0}): the double
+     * has none.
      */
     static String mooncakeDouble(String library) {
         return "mooncake://127.0.0.1:50779?metadata=P2PHANDSHAKE&local_hostname=127.0.0.1&segment=1GiB&buffer=64MiB"
-                + "&library=" + library;
+                + "&probe-timeout=0&library=" + library;
     }
 
     /** The templates for these provider schemes, server availability and extra URIs. */

@@ -7,7 +7,8 @@ import org.HdrHistogram.ConcurrentHistogram;
 import org.HdrHistogram.Histogram;
 
 /**
- * The connector's counters: per-layer insert and drop latency (HdrHistogram, nanoseconds, 3 significant digits),
+ * The connector's counters: per-layer insert and drop latency and a layer-wise drop's wait for the producer
+ * (HdrHistogram, nanoseconds, 3 significant digits),
  * bytes moved, hits, and misses by reason. Recording is wait-free and allocates nothing.
  */
 public final class ConnectorMetrics {
@@ -15,6 +16,7 @@ public final class ConnectorMetrics {
     private static final long MAX_NANOS = 60_000_000_000L;
     private final ConcurrentHistogram insertLayerNanos = new ConcurrentHistogram(1, MAX_NANOS, 3);
     private final ConcurrentHistogram dropLayerNanos = new ConcurrentHistogram(1, MAX_NANOS, 3);
+    private final ConcurrentHistogram dropWaitNanos = new ConcurrentHistogram(1, MAX_NANOS, 3);
     private final LongAdder insertedBytes = new LongAdder();
     private final LongAdder droppedBytes = new LongAdder();
     private final LongAdder commits = new LongAdder();
@@ -39,6 +41,10 @@ public final class ConnectorMetrics {
         droppedBytes.add(bytes);
     }
 
+    void recordDropWait(long nanos) {
+        dropWaitNanos.recordValue(Math.clamp(nanos, 1, MAX_NANOS));
+    }
+
     void recordCommit() {
         commits.increment();
     }
@@ -60,6 +66,7 @@ public final class ConnectorMetrics {
     void reset() {
         insertLayerNanos.reset();
         dropLayerNanos.reset();
+        dropWaitNanos.reset();
         for (LongAdder a : new LongAdder[] {insertedBytes, droppedBytes, commits, aborts, hits, partialHits}) {
             a.reset();
         }
@@ -72,7 +79,7 @@ public final class ConnectorMetrics {
         misses.forEach((k, v) -> m.put(k, v.sum()));
         return new Snapshot(LatencySummary.of(insertLayerNanos.copy()), LatencySummary.of(dropLayerNanos.copy()),
                 insertedBytes.sum(), droppedBytes.sum(), commits.sum(), aborts.sum(), hits.sum(), partialHits.sum(),
-                Map.copyOf(m));
+                Map.copyOf(m), LatencySummary.of(dropWaitNanos.copy()));
     }
 
     /**
@@ -95,7 +102,8 @@ public final class ConnectorMetrics {
      * Every counter at one moment.
      *
      * @param insertLayer latency of one layer's insert (gather, encode and store put), in ns
-     * @param dropLayer latency of one layer's drop-select (store get, validate and scatter), in ns
+     * @param dropLayer latency of one layer's drop-select (store get, validate and scatter), in ns; in a layer-wise
+     *                  drop-select, without the time spent waiting for the producer to store the layer
      * @param insertedBytes bytes of objects put
      * @param droppedBytes bytes of objects read
      * @param commits committed inserts
@@ -103,9 +111,12 @@ public final class ConnectorMetrics {
      * @param hits drop-selects that loaded every token
      * @param partialHits drop-selects that loaded a prefix
      * @param misses drop-selects that loaded nothing, by reason
+     * @param dropWait per layer of a layer-wise drop-select, the time spent polling for objects the producer had
+     *                 not stored yet, in ns (1 ns when the layer was already there)
      */
     public record Snapshot(LatencySummary insertLayer, LatencySummary dropLayer, long insertedBytes, long droppedBytes,
-                           long commits, long aborts, long hits, long partialHits, Map<MissReason, Long> misses) {
+                           long commits, long aborts, long hits, long partialHits, Map<MissReason, Long> misses,
+                           LatencySummary dropWait) {
         /** Misses of every reason. */
         public long totalMisses() {
             return misses.values().stream().mapToLong(Long::longValue).sum();

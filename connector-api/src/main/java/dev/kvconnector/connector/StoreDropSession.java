@@ -161,6 +161,8 @@ final class StoreDropSession implements DropSession {
     }
 
     private int committedChunks;
+    /** Time the layer being read spent polling for objects the producer had not stored yet, in ns. */
+    private long waitedNanos;
 
     /**
      * Reads the manifests in one batch call and checks them in order; without waiting, stops at the first absent
@@ -227,6 +229,7 @@ final class StoreDropSession implements DropSession {
             return readLayerInPlace(layer, chunks);
         }
         long start = System.nanoTime();
+        waitedNanos = 0;
         MemorySegment staging = connector.staging().acquire(geo.layerStagingBytes);
         try {
             String[] keys = geo.layerKeys[layer];
@@ -252,7 +255,7 @@ final class StoreDropSession implements DropSession {
                 bytes += r;
             }
             sink.fromHost(layer, staging, chunks);
-            connector.metricsRecorder().recordDropLayer(System.nanoTime() - start, bytes);
+            recordLayer(start, bytes);
             return null;
         } finally {
             connector.staging().release(staging);
@@ -266,6 +269,7 @@ final class StoreDropSession implements DropSession {
      */
     private DropResult readLayerInPlace(int layer, int chunks) {
         long start = System.nanoTime();
+        waitedNanos = 0;
         String[] keys = geo.layerKeys[layer];
         long bytes = 0;
         for (int c = 0; c < chunks; c++) {
@@ -291,16 +295,19 @@ final class StoreDropSession implements DropSession {
                 view.close();
             }
         }
-        connector.metricsRecorder().recordDropLayer(System.nanoTime() - start, bytes);
+        recordLayer(start, bytes);
         return null;
     }
 
     /** {@link KVStore#tryView}, polled as {@link #getWaiting} polls when the session streams. */
     private long viewWaiting(String key) {
         long backoff = MIN_BACKOFF_NANOS;
+        long first = System.nanoTime();
         while (true) {
+            long poll = System.nanoTime();
             long r = store.tryView(key, view);
             if (!GetResult.isMiss(r) || !streaming || System.nanoTime() - deadlineNanos >= 0) {
+                waitedNanos += poll - first;
                 return r;
             }
             LockSupport.parkNanos(backoff);
@@ -315,6 +322,7 @@ final class StoreDropSession implements DropSession {
      */
     private DropResult readLayerDirect(int layer, int chunks) {
         long start = System.nanoTime();
+        waitedNanos = 0;
         MemorySegment deviceLayer = sink.acquireLayer();
         MemorySegment headers = null;
         try {
@@ -348,7 +356,7 @@ final class StoreDropSession implements DropSession {
                 bytes += results[c];
             }
             sink.fromDirect(layer, deviceLayer, chunks);
-            connector.metricsRecorder().recordDropLayer(System.nanoTime() - start, bytes);
+            recordLayer(start, bytes);
             return null;
         } finally {
             if (headers != null) {
@@ -395,6 +403,14 @@ final class StoreDropSession implements DropSession {
         return null;
     }
 
+    /** The layer's copy time without its wait for the producer, and (layer-wise) the wait apart. */
+    private void recordLayer(long startNanos, long bytes) {
+        connector.metricsRecorder().recordDropLayer(System.nanoTime() - startNanos - waitedNanos, bytes);
+        if (streaming) {
+            connector.metricsRecorder().recordDropWait(waitedNanos);
+        }
+    }
+
     private DropResult missOrTooSmall(long r, String key, long capacity, String what) {
         if (GetResult.isMiss(r)) {
             return DropResult.miss(requestedTokens, streaming ? MissReason.TIMED_OUT : MissReason.ABSENT,
@@ -422,12 +438,19 @@ final class StoreDropSession implements DropSession {
                 : MissReason.CORRUPT, "object " + key + ": " + RawTensorFormat.describe(status));
     }
 
-    /** Polls until the key appears or the deadline passes, backing off from 10 us to 1 ms. */
+    /**
+     * Polls until the key appears or the deadline passes, backing off from 10 us to 1 ms; adds the time until the
+     * last poll began to {@link #waitedNanos}.
+     */
     private long getWaiting(String key, MemorySegment dst) {
         long backoff = MIN_BACKOFF_NANOS;
+        long first = System.nanoTime();
         while (true) {
+            long poll = System.nanoTime();
             long r = store.getInto(key, dst);
             if (!GetResult.isMiss(r) || System.nanoTime() - deadlineNanos >= 0) {
+                // The last get is the copy itself; the polls and sleeps before it were the wait.
+                waitedNanos += poll - first;
                 return r;
             }
             LockSupport.parkNanos(backoff);

@@ -27,6 +27,8 @@ public final class VllmV0KeyScheme implements KeyScheme {
     private static final int DIGEST_BITS = 512;
     private static final int TRUNCATED_HASH_BYTES = 8;
     private static final int TOKENS_PER_UPDATE = 512;
+    /** The BouncyCastle class this scheme hashes with; BouncyCastle is an optional dependency of connector-api. */
+    static final String BLAKE2B_CLASS = "org.bouncycastle.crypto.digests.Blake2bDigest";
 
     /** Creates the scheme; it holds no state. */
     public VllmV0KeyScheme() {
@@ -60,6 +62,7 @@ public final class VllmV0KeyScheme implements KeyScheme {
                     .hint("drop the namespace for vLLM V0 interop, or use kvc-v1, whose keys bind the namespace")
                     .build();
         }
+        requireClass(BLAKE2B_CLASS);
         byte[] digest = blake2b512(request);
         long truncated = 0;
         for (int i = 0; i < TRUNCATED_HASH_BYTES; i++) {
@@ -71,6 +74,25 @@ public final class VllmV0KeyScheme implements KeyScheme {
         ChunkKeys whole = new ChunkKeys(0, 0, request.totalTokens(), HexFormat.of().formatHex(digest),
                 new String[] {kvKey}, hiddenKey, null);
         return new KeyPlan(NAME, Granularity.WHOLE_REQUEST, List.of(whole));
+    }
+
+    /** Throws {@link #blake2bMissing} when {@code className} cannot be loaded. */
+    static void requireClass(String className) {
+        try {
+            Class.forName(className, false, VllmV0KeyScheme.class.getClassLoader());
+        } catch (ClassNotFoundException e) {
+            throw blake2bMissing(className);
+        }
+    }
+
+    /** The error for an application that uses vllm-v0 keys without BouncyCastle on its class path. */
+    static KVException blake2bMissing(String className) {
+        return KVException.of(ErrorCode.INVALID_CONFIG, "key scheme vllm-v0 hashes prompts with BLAKE2b from "
+                        + "BouncyCastle, and " + className + " is not on the class path")
+                .operation("plan")
+                .hint("add the dependency org.bouncycastle:bcprov-jdk18on (1.82 or later) to your application: "
+                        + "connector-api declares it optional, since only vllm-v0 keys need it")
+                .build();
     }
 
     /**

@@ -2,8 +2,6 @@ package dev.kvconnector.store;
 
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
-import java.net.URLDecoder;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -19,14 +17,13 @@ import java.util.regex.Pattern;
  * Examples: {@code memory:?capacity=2GiB}, {@code shm:/kv?capacity=4GiB}, {@code valkey://u:p@h:6379/0?ttl=60s},
  * {@code valkey+cluster://h1:7000,h2:7001}.
  *
- * <p>{@link #toString()} and {@link #masked()} never show the password or secret-like query values.
+ * <p>{@link #toString()} and {@link #masked()} never show the password, a user info without {@code :} (it may be a
+ * token), or the value of an option whose name holds {@code pass}, {@code secret} or {@code token}.
  */
 public final class StoreUri {
     private static final Pattern SCHEME = Pattern.compile("[a-zA-Z][a-zA-Z0-9+.-]*");
     private static final Pattern SIZE = Pattern.compile("(\\d+)\\s*([KMGT]i?B|[KMGT]|B)?", Pattern.CASE_INSENSITIVE);
     private static final Pattern DURATION = Pattern.compile("(\\d+)\\s*(ms|s|m|h|d)?", Pattern.CASE_INSENSITIVE);
-    private static final Set<String> SECRET_PARAMS = Set.of("password", "pass", "secret", "token", "keystore-password",
-            "truststore-password", "key-password");
 
     /** A host and port from the authority; port is -1 when absent. */
     public record HostPort(String host, int port) {
@@ -55,7 +52,14 @@ public final class StoreUri {
         this.masked = buildMasked();
     }
 
-    /** Parses a URI; malformed input is an {@link ErrorCode#INVALID_URI} error. */
+    /**
+     * Parses a URI; malformed input is an {@link ErrorCode#INVALID_URI} error whose message never holds the
+     * password. As RFC 3986 says, the authority ends at the first {@code /}, {@code ?} or {@code #} after
+     * {@code //}, and the user info is everything before its last {@code @}, split at its first {@code :}. Every
+     * component is percent-decoded as UTF-8 and nothing else: a {@code +} stays a {@code +}. A password that
+     * holds {@code /}, {@code ?}, {@code #} or {@code %} must write them {@code %2F}, {@code %3F}, {@code %23} and
+     * {@code %25}; {@code @} and {@code :} may stay raw.
+     */
     public static StoreUri parse(String text) {
         if (text == null || text.isBlank()) {
             throw invalidUri(String.valueOf(text), "the store URI is empty");
@@ -68,53 +72,82 @@ public final class StoreUri {
         }
         String scheme = s.substring(0, colon).toLowerCase(Locale.ROOT);
         String rest = s.substring(colon + 1);
+        String user = null;
+        String password = null;
+        List<HostPort> hosts = new ArrayList<>();
+        if (rest.startsWith("//")) {
+            String after = rest.substring(2);
+            int end = indexOfAny(after, "/?#", 0);
+            int strayAt = end < 0 ? -1 : after.indexOf('@', end);
+            int eq = end < 0 ? -1 : after.indexOf('=', end);
+            if (strayAt >= 0 && (eq < 0 || strayAt < eq)) {
+                throw strayAt(s);
+            }
+            String auth = end < 0 ? after : after.substring(0, end);
+            rest = end < 0 ? "" : after.substring(end);
+            int at = auth.lastIndexOf('@');
+            if (at >= 0) {
+                String ui = auth.substring(0, at);
+                auth = auth.substring(at + 1);
+                int c = ui.indexOf(':');
+                user = decode(c >= 0 ? ui.substring(0, c) : ui, "the user name", c < 0, s);
+                password = c >= 0 ? decode(ui.substring(c + 1), "the password", true, s) : null;
+                if (user.isEmpty()) {
+                    user = null;
+                }
+            }
+            if (!auth.isEmpty()) {
+                try {
+                    for (String hp : auth.split(",", -1)) {
+                        hosts.add(parseHostPort(hp, s));
+                    }
+                } catch (KVException e) {
+                    // With an '@' further on, the "host" may be the front of a password cut short by a raw '?'.
+                    throw strayAt >= 0 ? strayAt(s) : e;
+                }
+            }
+        }
+        if (rest.indexOf('#') >= 0) {
+            throw invalidUri(maskRaw(s), "a raw '#' (a store URI has no fragment)",
+                    "percent-encode a '#' in an option value as %23");
+        }
         String query = "";
         int q = rest.indexOf('?');
         if (q >= 0) {
             query = rest.substring(q + 1);
             rest = rest.substring(0, q);
         }
-        String user = null;
-        String password = null;
-        List<HostPort> hosts = new ArrayList<>();
         String path = rest;
-        if (rest.startsWith("//")) {
-            String auth = rest.substring(2);
-            int slash = auth.indexOf('/');
-            path = slash >= 0 ? auth.substring(slash) : "";
-            auth = slash >= 0 ? auth.substring(0, slash) : auth;
-            int at = auth.lastIndexOf('@');
-            if (at >= 0) {
-                String ui = auth.substring(0, at);
-                auth = auth.substring(at + 1);
-                int c = ui.indexOf(':');
-                user = decode(c >= 0 ? ui.substring(0, c) : ui);
-                password = c >= 0 ? decode(ui.substring(c + 1)) : null;
-                if (user.isEmpty()) {
-                    user = null;
-                }
-            }
-            if (!auth.isEmpty()) {
-                for (String hp : auth.split(",")) {
-                    hosts.add(parseHostPort(hp, s));
-                }
-            }
-        }
         Map<String, String> params = new LinkedHashMap<>();
         if (!query.isEmpty()) {
             for (String pair : query.split("&")) {
                 if (pair.isEmpty()) {
                     continue;
                 }
-                int eq = pair.indexOf('=');
-                String k = decode(eq >= 0 ? pair.substring(0, eq) : pair);
-                String v = eq >= 0 ? decode(pair.substring(eq + 1)) : "";
+                int e = pair.indexOf('=');
+                String k = decode(e >= 0 ? pair.substring(0, e) : pair, "an option name", false, s);
+                String v = e >= 0 ? decode(pair.substring(e + 1), "option " + k, UriMasking.isSecretParam(k), s) : "";
                 if (params.put(k, v) != null) {
                     throw invalidUri(maskRaw(s), "option '" + k + "' is given twice");
                 }
             }
         }
         return new StoreUri(scheme, user, password, hosts, path, params);
+    }
+
+    private static KVException strayAt(String s) {
+        return invalidUri(maskRaw(s), "an '@' comes after the end of the host part: a raw '/', '?' or '#' in the "
+                + "user name or password ends the host part early", "percent-encode them in the user info: '/' as "
+                + "%2F, '?' as %3F, '#' as %23 (and '%' as %25)");
+    }
+
+    static int indexOfAny(String s, String chars, int from) {
+        for (int i = from; i < s.length(); i++) {
+            if (chars.indexOf(s.charAt(i)) >= 0) {
+                return i;
+            }
+        }
+        return -1;
     }
 
     private static HostPort parseHostPort(String hp, String whole) {
@@ -143,17 +176,38 @@ public final class StoreUri {
         return new HostPort(h, port);
     }
 
-    private static String decode(String s) {
-        return URLDecoder.decode(s, StandardCharsets.UTF_8);
+    /** Percent-decodes one component; {@code what} names it in errors, and a {@code secret} one is never quoted. */
+    private static String decode(String s, String what, boolean secret, String whole) {
+        try {
+            return PercentCoding.decode(s);
+        } catch (PercentCoding.BadEncodingException e) {
+            throw invalidUri(maskRaw(whole), what + " " + e.problem() + (secret ? "" : " in '" + s + "'"),
+                    e.remedy());
+        }
+    }
+
+    /**
+     * Percent-encodes one component (a user name, password, option name or value) so that {@link #parse} reads it
+     * back unchanged: every byte of its UTF-8 form outside {@code A-Z a-z 0-9 - . _ ~} becomes {@code %XX}.
+     */
+    public static String encode(String s) {
+        return PercentCoding.encode(s);
     }
 
     private static KVException invalidUri(String uri, String detail) {
         return KVException.of(ErrorCode.INVALID_URI, detail).store(uri).build();
     }
 
-    /** Masks {@code //user:password@} inside text: unparsed URIs, and URIs nested in option values. */
-    static String maskRaw(String s) {
-        return s.replaceAll("//([^:/@]*):[^@/]*@", "//$1:***@");
+    private static KVException invalidUri(String uri, String detail, String hint) {
+        return KVException.of(ErrorCode.INVALID_URI, detail).store(uri).hint(hint).build();
+    }
+
+    /**
+     * Masks the secrets in text that may not parse (malformed URIs, URIs nested in option values): see
+     * {@link UriMasking#maskRaw}.
+     */
+    public static String maskRaw(String s) {
+        return UriMasking.maskRaw(s);
     }
 
     /** The lower-case scheme, such as {@code valkey}. */
@@ -200,6 +254,18 @@ public final class StoreUri {
         return params.get(name);
     }
 
+    /**
+     * Fails with {@link ErrorCode#INVALID_URI} if the URI holds a user name or password, for stores that take none:
+     * a credential that would be ignored must not look as if it were used.
+     */
+    public StoreUri requireNoUserInfo() {
+        if (user != null || password != null) {
+            throw invalidUri(masked, scheme + ": stores take no user name or password",
+                    "remove the part before '@' from the URI");
+        }
+        return this;
+    }
+
     /** Fails with {@link ErrorCode#INVALID_URI} if any option is not in {@code known}: no typo goes unnoticed. */
     public StoreUri requireKnownParams(Set<String> known) {
         for (String k : params.keySet()) {
@@ -220,12 +286,14 @@ public final class StoreUri {
     /** A duration option in milliseconds ({@code 500ms}, {@code 30s}, {@code 5m}, {@code 1h}; bare = ms). */
     public long durationMillisParam(String name, long defaultMillis) {
         String v = params.get(name);
-        if (v == null) {
-            return defaultMillis;
-        }
+        return v == null ? defaultMillis : parseDurationMillis("option " + name, v, masked);
+    }
+
+    /** Parses a duration such as {@code 500ms} or {@code 30s} into ms (bare = ms); {@code what} names it in errors. */
+    public static long parseDurationMillis(String what, String v, String uriForErrors) {
         Matcher m = DURATION.matcher(v.trim());
         if (!m.matches()) {
-            throw invalidUri(masked, "option " + name + "=" + v + " is not a duration such as 500ms, 30s or 5m");
+            throw invalidUri(uriForErrors, what + "=" + v + " is not a duration such as 500ms, 30s or 5m");
         }
         long n = Long.parseLong(m.group(1));
         String unit = m.group(2) == null ? "ms" : m.group(2).toLowerCase(Locale.ROOT);
@@ -298,12 +366,10 @@ public final class StoreUri {
         StringBuilder sb = new StringBuilder(scheme).append(':');
         if (!hosts.isEmpty() || user != null) {
             sb.append("//");
-            if (user != null || password != null) {
-                sb.append(user == null ? "" : user);
-                if (password != null) {
-                    sb.append(":***");
-                }
-                sb.append('@');
+            if (password != null) {
+                sb.append(user == null ? "" : user).append(":***@");
+            } else if (user != null) {
+                sb.append("***@");
             }
             for (int i = 0; i < hosts.size(); i++) {
                 sb.append(i == 0 ? "" : ",").append(hosts.get(i));
@@ -315,7 +381,7 @@ public final class StoreUri {
             boolean first = true;
             for (Map.Entry<String, String> e : params.entrySet()) {
                 sb.append(first ? "" : "&").append(e.getKey()).append('=')
-                        .append(SECRET_PARAMS.contains(e.getKey().toLowerCase(Locale.ROOT)) ? "***" : maskRaw(e.getValue()));
+                        .append(UriMasking.isSecretParam(e.getKey()) ? "***" : maskRaw(e.getValue()));
                 first = false;
             }
         }

@@ -38,6 +38,99 @@ class StoreUriTest {
         assertFalse(e.getMessage().contains("hunter2"), e.getMessage());
     }
 
+    /** Passwords holding every delimiter, a literal '%', '+', a space, and non-ASCII characters. */
+    private static final List<String> HARD_PASSWORDS = List.of("a/b", "a?b", "a#b", "a@b", "a:b", "a%b", "a+b",
+            "a b", "p\u00e4ssw\u00f6rd", "\u5bc6\u7801\ud83d\udd11", "/?#@:%+ \u00e9&=", "%41");
+
+    @Test
+    void percentEncodedPasswordsDecodeExactlyInEveryScheme() {
+        for (String scheme : List.of("valkey", "valkeys", "rediss", "valkey+cluster", "lm", "mooncake",
+                "lmcache+valkey", "lmcache+mooncake")) {
+            for (String pw : HARD_PASSWORDS) {
+                String text = scheme + "://alice:" + StoreUri.encode(pw) + "@h1:6379,h2:6380/0?ttl=1s";
+                StoreUri u = StoreUri.parse(text);
+                assertEquals(pw, u.password(), text);
+                assertEquals("alice", u.user(), text);
+                assertEquals(List.of(new StoreUri.HostPort("h1", 6379), new StoreUri.HostPort("h2", 6380)),
+                        u.hosts(), text);
+                assertEquals("/0", u.path(), text);
+                assertEquals("1s", u.param("ttl"), text);
+                assertEquals(scheme + "://alice:***@h1:6379,h2:6380/0?ttl=1s", u.masked(), text);
+            }
+        }
+    }
+
+    @Test
+    void rawPlusSpaceColonAtAndNonAsciiStayAsWritten() {
+        StoreUri u = StoreUri.parse("valkey://:p@ss:w+rd \u00e9\u5bc6@h:1");
+        assertEquals("p@ss:w+rd \u00e9\u5bc6", u.password());
+        assertEquals(null, u.user());
+        assertEquals(List.of(new StoreUri.HostPort("h", 1)), u.hosts());
+        assertEquals("a+b", StoreUri.parse("memory:?x=a+b").param("x"));
+        assertEquals("/kv", StoreUri.parse("shm:/kv?capacity=1MiB").path());
+        assertEquals("a b", StoreUri.parse("valkey://h?password=a%20b").param("password"));
+    }
+
+    @Test
+    void rawDelimitersInThePasswordAreAnErrorThatNeverShowsIt() {
+        for (String pw : List.of("S3CR/ET", "S3CR?ET", "S3CR#ET", "S3/CR?ET#X", "S3CR/ET=1", "S3CR?a=b")) {
+            for (String text : List.of("valkey://:" + pw + "@h:6379", "valkey://alice:" + pw + "@h:6379/0?ttl=1s",
+                    "mooncake://u:" + pw + "@m:50051?local_hostname=10.0.0.1", "lm://u:" + pw + "@h",
+                    "lmcache+valkey+cluster://u:" + pw + "@a:1,b:2")) {
+                KVException e = assertThrows(KVException.class, () -> StoreUri.parse(text), text);
+                assertEquals(ErrorCode.INVALID_URI, e.code(), text);
+                assertFalse(e.getMessage().contains("S3"), e.getMessage());
+                assertFalse(e.getMessage().contains("CR"), e.getMessage());
+                assertTrue(e.getMessage().contains("%2F"), e.getMessage());
+            }
+        }
+    }
+
+    @Test
+    void badPercentEncodingIsAnInvalidUriThatNeverShowsTheSecret() {
+        for (String text : List.of("valkey://:S3CR%zzET@h", "valkey://:S3CRET%@h", "valkey://:S3CRET%4@h",
+                "valkey://u:S3CR%FFET@h", "valkeys://h?truststore-password=S3CR%zzET",
+                "rediss://h?keystore-password=S3CR%C3ET", "valkey://S3CR%zzET@h")) {
+            KVException e = assertThrows(KVException.class, () -> StoreUri.parse(text), text);
+            assertEquals(ErrorCode.INVALID_URI, e.code(), text);
+            assertFalse(e.getMessage().contains("S3CR"), e.getMessage());
+            assertTrue(e.getMessage().contains("%25") || e.getMessage().contains("UTF-8"), e.getMessage());
+        }
+        KVException plain = assertThrows(KVException.class, () -> StoreUri.parse("shm:/kv?capacity=1%zzMiB"));
+        assertTrue(plain.getMessage().contains("1%zzMiB"), plain.getMessage());
+    }
+
+    @Test
+    void secretsAreMaskedInEveryErrorWhateverTheyHold() {
+        for (String pw : HARD_PASSWORDS) {
+            String secret = "Z9" + StoreUri.encode(pw);
+            for (String text : List.of("valkey://u:" + secret + "@h:99999", "valkey://u:" + secret + "@h:6x",
+                    "valkey://u:" + secret + "@h?a=1&a=2", "mooncake://u:" + secret + "@:1",
+                    "lm://u:" + secret + "@h,?x=%zz", "valkey://h?password=" + secret + "&password=1",
+                    "x://h?metadata=redis://meta:" + secret + "@h:1&m=%zz")) {
+                KVException e = assertThrows(KVException.class, () -> StoreUri.parse(text), text);
+                assertFalse(e.getMessage().contains("Z9"), e.getMessage());
+            }
+        }
+    }
+
+    @Test
+    void maskedFormHidesALoneUserInfoAndSecretLookingOptions() {
+        assertEquals("valkey://***@h:1", StoreUri.parse("valkey://tok3n@h:1").masked());
+        String m = StoreUri.parse("memory:?db-password=x1&api_token=x2&client-secret=x3&x=4").masked();
+        assertEquals("memory:?db-password=***&api_token=***&client-secret=***&x=4", m);
+        assertEquals("valkey://***@b", StoreUri.maskRaw("valkey://a/b:c@b"));
+        assertEquals("m://h?metadata=redis://u:***@h:1", StoreUri.maskRaw("m://h?metadata=redis://u:p/w?@h:1"));
+    }
+
+    @Test
+    void encodeRoundTripsThroughParse() {
+        for (String v : HARD_PASSWORDS) {
+            assertEquals(v, StoreUri.parse("memory:?" + StoreUri.encode(v) + "=" + StoreUri.encode(v)).param(v));
+        }
+        assertEquals("a%2Bb%20c~", StoreUri.encode("a+b c~"));
+    }
+
     @Test
     void opaqueAndClusterFormsParse() {
         assertEquals("/kv", StoreUri.parse("shm:/kv?capacity=4GiB").path());

@@ -17,7 +17,7 @@ import picocli.CommandLine.Spec;
  * (Ctrl-C or SIGTERM).
  *
  * <pre>
- * kvctl lmserver --port 65432 --protocol v1 --capacity 4GiB --host 127.0.0.1
+ * kvctl lmserver --port 65432 --protocol v1 --capacity 4GiB --host 127.0.0.1 --payload-timeout 10s
  * </pre>
  */
 @Command(name = "lmserver", mixinStandardHelpOptions = true,
@@ -42,6 +42,11 @@ public final class LmServerCommand implements Callable<Integer> {
             description = "Most bytes of values to hold, such as 4GiB; least recently used entries are evicted "
                     + "(default: ${DEFAULT-VALUE}).")
     private String capacity;
+
+    @Option(names = "--payload-timeout", defaultValue = "10s",
+            description = "How long a PUT's payload or a GET's reply may make no progress before the connection is "
+                    + "closed and its reservation given back, such as 10s or 500ms (default: ${DEFAULT-VALUE}).")
+    private String payloadTimeout;
 
     private final CountDownLatch stopped = new CountDownLatch(1);
 
@@ -69,6 +74,8 @@ public final class LmServerCommand implements Callable<Integer> {
     /** Starts the server the options describe; the caller stops it. */
     LmCacheServer startServer() {
         return LmCacheServer.builder().host(host).port(port).protocol(LmProtocolVersion.parse(protocol))
-                .capacityBytes(StoreUri.parseSize("--capacity", capacity, "lmserver")).build().start();
+                .capacityBytes(StoreUri.parseSize("--capacity", capacity, "lmserver"))
+                .payloadTimeoutMillis(StoreUri.parseDurationMillis("--payload-timeout", payloadTimeout, "lmserver"))
+                .build().start();
     }
 }

@@ -15,11 +15,12 @@ class LmServerCommandTest {
     void optionsConfigureTheServer() {
         LmServerCommand cmd = new LmServerCommand();
         new CommandLine(cmd).parseArgs("--port", "0", "--protocol", "v0", "--capacity", "4MiB", "--host",
-                "127.0.0.1");
+                "127.0.0.1", "--payload-timeout", "250ms");
         LmCacheServer server = cmd.startServer();
         try {
             assertEquals(LmProtocolVersion.V0, server.protocol());
             assertEquals(4L << 20, server.capacityBytes());
+            assertEquals(250, server.payloadTimeoutMillis());
             assertTrue(server.boundPort() > 0);
         } finally {
             server.stop();
@@ -40,5 +41,15 @@ class LmServerCommandTest {
         CommandLine cl = new CommandLine(new LmServerCommand()).setErr(new PrintWriter(err));
         assertEquals(2, cl.execute("--port", "0", "--capacity", "lots"));
         assertTrue(err.toString().contains("--capacity=lots"), err.toString());
+    }
+
+    @Test
+    void aBadPayloadTimeoutExitsWithCode2() {
+        for (String bad : new String[] {"soon", "0"}) {
+            StringWriter err = new StringWriter();
+            CommandLine cl = new CommandLine(new LmServerCommand()).setErr(new PrintWriter(err));
+            assertEquals(2, cl.execute("--port", "0", "--payload-timeout", bad));
+            assertTrue(err.toString().contains("timeout"), err.toString());
+        }
     }
 }

@@ -22,6 +22,7 @@ import java.util.Set;
  * mooncake://MASTER_HOST:50051?metadata=http://MASTER_HOST:8080/metadata&amp;local_hostname=10.0.0.7
  *     &amp;protocol=tcp&amp;device=&amp;segment=3GiB&amp;buffer=1GiB&amp;replicas=1&amp;library=/opt/mooncake/libmooncake_store.so
  *     &amp;staging=64MiB&amp;staging-slots=8&amp;lease-policy=wait&amp;lease-wait=15s&amp;full-retries=8&amp;full-backoff=5ms
+ *     &amp;probe-timeout=3s&amp;setup-timeout=30s
  * </pre>
  *
  * @param masterServerAddress the master's {@code host:port}
@@ -42,12 +43,16 @@ import java.util.Set;
  * @param gpuDirect whether {@code register_buffer} is given CUDA device memory, so puts and gets move device KV
  *     without a host copy (GPUDirect RDMA); needs a {@code libmooncake_store.so} built with {@code USE_CUDA}
  * @param configFile the {@code mooncake.json} read, or null
+ * @param probeTimeoutMillis the deadline of the TCP connect that probes the master (and an {@code http://} metadata
+ *     server) before setup, in ms; 0 skips the probe
+ * @param setupTimeoutMillis the deadline of the native {@code setup} call, in ms
  */
 public record MooncakeConfig(String masterServerAddress, String metadataServer, String localHostname,
                              String protocol, String deviceName, long globalSegmentBytes, long localBufferBytes,
                              int replicas, String library, long stagingBytes, int stagingSlots,
                              LeasePolicy leasePolicy, long leaseWaitMillis, int fullRetries, long fullBackoffMillis,
-                             boolean gpuDirect, Path configFile) {
+                             boolean gpuDirect, Path configFile, long probeTimeoutMillis,
+                             long setupTimeoutMillis) {
 
     /** The environment variable naming {@code mooncake.json}. */
     public static final String ENV_CONFIG_PATH = "MOONCAKE_CONFIG_PATH";
@@ -109,11 +114,26 @@ public record MooncakeConfig(String masterServerAddress, String metadataServer, 
      */
     public static final String PROP_GPU_DIRECT = "gpu-direct";
 
+    /**
+     * URI option: the deadline of the TCP connect that probes the master, and the metadata server when it is
+     * {@code http://}, before setup; {@code 0} skips the probe (the test double, which has no master).
+     */
+    public static final String PROP_PROBE_TIMEOUT = "probe-timeout";
+    /** Default probe deadline: 3 s, ample for a master on the same network. */
+    public static final long DEFAULT_PROBE_TIMEOUT_MILLIS = 3_000;
+    /** URI option: the deadline of the native setup call. */
+    public static final String PROP_SETUP_TIMEOUT = "setup-timeout";
+    /**
+     * Default setup deadline: 30 s. Upstream's setup retries 20 times, about 4.4 s each, when {@code local_hostname}
+     * has no port, so a setup that cannot reach the master took 134 s before it failed.
+     */
+    public static final long DEFAULT_SETUP_TIMEOUT_MILLIS = 30_000;
+
     /** Every URI option. */
     public static final Set<String> KNOWN_OPTIONS = Set.of(PROP_METADATA, PROP_PROTOCOL, PROP_DEVICE,
             PROP_LOCAL_HOSTNAME, PROP_SEGMENT, PROP_BUFFER, PROP_REPLICAS, PROP_LIBRARY, PROP_STAGING,
             PROP_STAGING_SLOTS, PROP_LEASE_POLICY, PROP_LEASE_WAIT, PROP_FULL_RETRIES, PROP_FULL_BACKOFF,
-            PROP_GPU_DIRECT);
+            PROP_GPU_DIRECT, PROP_PROBE_TIMEOUT, PROP_SETUP_TIMEOUT);
 
     private static final int DEFAULT_MASTER_PORT = 50051;
     private static final long MIN_SLOT_BYTES = 4096;
@@ -124,7 +144,7 @@ public record MooncakeConfig(String masterServerAddress, String metadataServer, 
      * @throws KVException {@code INVALID_URI} for a malformed option, {@code INVALID_CONFIG} for a bad setting
      */
     public static MooncakeConfig from(StoreUri uri, Map<String, String> env) {
-        uri.requireKnownParams(KNOWN_OPTIONS);
+        uri.requireKnownParams(KNOWN_OPTIONS).requireNoUserInfo();
         String masked = uri.masked();
         JsonNode file = null;
         Path filePath = null;
@@ -181,7 +201,9 @@ public record MooncakeConfig(String masterServerAddress, String metadataServer, 
                 uri.durationMillisParam(PROP_LEASE_WAIT, DEFAULT_LEASE_WAIT_MILLIS),
                 uri.intParam(PROP_FULL_RETRIES, DEFAULT_FULL_RETRIES),
                 uri.durationMillisParam(PROP_FULL_BACKOFF, DEFAULT_FULL_BACKOFF_MILLIS),
-                uri.boolParam(PROP_GPU_DIRECT, proto.equals("rdma")), filePath);
+                uri.boolParam(PROP_GPU_DIRECT, proto.equals("rdma")), filePath,
+                uri.durationMillisParam(PROP_PROBE_TIMEOUT, DEFAULT_PROBE_TIMEOUT_MILLIS),
+                uri.durationMillisParam(PROP_SETUP_TIMEOUT, DEFAULT_SETUP_TIMEOUT_MILLIS));
         c.validate(masked);
         return c;
     }
@@ -220,6 +242,10 @@ public record MooncakeConfig(String masterServerAddress, String metadataServer, 
             throw invalid(masked, "staging=" + stagingBytes + " bytes in " + stagingSlots + " slots gives slots of "
                     + (stagingSlots < 1 ? 0 : stagingSlotBytes()) + " bytes", "give staging-slots >= 1 and slots of "
                     + "at least " + MIN_SLOT_BYTES + " bytes");
+        }
+        if (setupTimeoutMillis <= 0) {
+            throw invalid(masked, "setup-timeout=" + setupTimeoutMillis + " ms is not above 0",
+                    "give a deadline such as 30s");
         }
         if (fullRetries < 0) {
             throw invalid(masked, "full-retries=" + fullRetries + " is negative", "give 0 or more");

@@ -116,12 +116,13 @@ public final class MooncakeStore implements KVStore, RegisteredMemory {
                 throw KVException.of(ErrorCode.INTERNAL, "mooncake_store_create returned NULL").store(uri)
                         .operation("open").hint("the native client could not allocate itself; check memory").build();
             }
-            int rc = lib.setup(client, config.localHostname(), config.metadataServer(), config.globalSegmentBytes(),
-                    config.localBufferBytes(), config.protocol(), config.deviceName(), config.masterServerAddress());
+            int rc = MooncakeSetup.run(lib, client, clientArena, config, uri, setupContext());
             if (rc != 0) {
                 throw MooncakeStatus.toException(rc, uri, "setup", null, setupContext());
             }
             stagingArena = Arena.ofShared();
+        } catch (MooncakeSetup.Abandoned e) {
+            throw e.error(); // the setup thread destroys the client when the native call returns
         } catch (RuntimeException e) {
             clientArena.close();
             throw e;
@@ -144,8 +145,8 @@ public final class MooncakeStore implements KVStore, RegisteredMemory {
     }
 
     /**
-     * Opens a store: validates the configuration, locates and binds the library, sets the client up and registers
-     * the staging region.
+     * Opens a store: validates the configuration, locates and binds the library, probes the master
+     * ({@link MooncakeSetup}), sets the client up under the setup deadline and registers the staging region.
      *
      * @param env the environment ({@code MOONCAKE_CONFIG_PATH}, {@code MOONCAKE_STORE_LIB}); normally
      *     {@code System.getenv()}
@@ -154,7 +155,9 @@ public final class MooncakeStore implements KVStore, RegisteredMemory {
         MooncakeConfig config = MooncakeConfig.from(uri, env);
         MooncakeLibraryLocation location = MooncakeLibraryLocator.locate(config.library(), env,
                 System.getProperty("java.library.path"), uri.masked());
-        MooncakeStore store = new MooncakeStore(config, uri.masked(), MooncakeStoreLibrary.load(location));
+        MooncakeStoreLibrary lib = MooncakeStoreLibrary.load(location);
+        MooncakeSetup.probe(config, uri.masked());
+        MooncakeStore store = new MooncakeStore(config, uri.masked(), lib);
         LOG.info("Opened {}: client {}, master {}, library {}, staging {} x {} bytes", store.uri,
                 store.clientHostname, config.masterServerAddress(), location, config.stagingSlots(),
                 store.pool.slotBytes());
@@ -861,7 +864,7 @@ public final class MooncakeStore implements KVStore, RegisteredMemory {
 
     /** A metadata address such as {@code redis://user:secret@h:6379} may carry a password: never show it. */
     static String withoutPassword(String address) {
-        return address.replaceAll("//([^:/@]*):[^@/]*@", "//$1:***@");
+        return StoreUri.maskRaw(address);
     }
 
     private static String describe(long address, long length) {

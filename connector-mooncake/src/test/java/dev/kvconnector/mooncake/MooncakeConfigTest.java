@@ -1,6 +1,7 @@
 package dev.kvconnector.mooncake;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -167,6 +168,20 @@ class MooncakeConfigTest {
         assertEquals(ErrorCode.INVALID_CONFIG, invalid(BASE + "&full-retries=-1", Map.of()).code());
         assertEquals(ErrorCode.INVALID_CONFIG,
                 invalid("mooncake://a:1,b:2?metadata=P2PHANDSHAKE&local_hostname=127.0.0.1", Map.of()).code());
+    }
+
+    @Test
+    void credentialsInTheMasterAddressAreRefusedAndNeverShown() {
+        KVException e = invalid("mooncake://u:S3CRET@127.0.0.1:50051?metadata=P2PHANDSHAKE&local_hostname=127.0.0.1",
+                Map.of());
+        assertEquals(ErrorCode.INVALID_URI, e.code());
+        assertFalse(e.getMessage().contains("S3CRET"), e.getMessage());
+    }
+
+    @Test
+    void aMetadataPasswordWithRawDelimitersIsMaskedInTheSetupContext() {
+        assertEquals("redis://u:***@h:6379", MooncakeStore.withoutPassword("redis://u:p/w?x@h:6379"));
+        assertEquals("etcd://***@h:2379", MooncakeStore.withoutPassword("etcd://t0ken@h:2379"));
     }
 
     @Test

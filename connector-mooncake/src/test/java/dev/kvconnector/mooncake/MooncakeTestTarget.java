@@ -97,6 +97,9 @@ final class MooncakeTestTarget {
         options.put("buffer", "16MiB");
         options.put("staging", "4MiB");
         options.put("staging-slots", "4");
+        if (isDouble) {
+            options.put("probe-timeout", "0"); // the double has no master to probe
+        }
         for (String pair : extra.split("&")) {
             int eq = pair.indexOf('=');
             if (eq > 0) {

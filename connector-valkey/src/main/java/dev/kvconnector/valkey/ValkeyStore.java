@@ -131,6 +131,12 @@ public final class ValkeyStore implements KVStore {
         } else {
             uri.requireKnownParams(OPTIONS);
         }
+        if (uri.user() != null && uri.password() == null) {
+            throw KVException.of(ErrorCode.INVALID_URI, "the URI names a user but no password (no ':' before '@')")
+                    .store(uri.masked()).operation("open")
+                    .hint("write " + uri.scheme() + "://user:password@host, or " + uri.scheme()
+                            + "://:password@host for the default user").build();
+        }
         return new RespSettings(uri.user(), uri.password(), database, protocol(uri),
                 positive(uri, "timeout", uri.durationMillisParam("timeout", 5_000)),
                 positive(uri, "connect-timeout", uri.durationMillisParam("connect-timeout", 2_000)),

@@ -10,6 +10,7 @@ import dev.kvconnector.error.KVException;
 import dev.kvconnector.store.KVStore;
 import dev.kvconnector.store.KVStores;
 import dev.kvconnector.store.PutOptions;
+import dev.kvconnector.store.StoreUri;
 import dev.kvconnector.valkey.testing.RedisServerProcess;
 import dev.kvconnector.valkey.testing.Segments;
 import java.lang.foreign.Arena;
@@ -94,5 +95,43 @@ class ValkeyAuthTest {
                 () -> KVStores.open("valkey://" + server.hostPort() + "?protocol=" + protocol));
         assertEquals(ErrorCode.AUTH_FAILED, e.code());
         assertTrue(e.hint().contains("requires a password"), e.hint());
+    }
+
+    /** An ACL password holding every URI delimiter, '%', '+', a space and non-ASCII characters. */
+    private static final String HARD_PASSWORD = "p/a?s#s@w:o%r+d \u00e9\u5bc6";
+
+    @ParameterizedTest
+    @ValueSource(strings = {"2", "3"})
+    void aPasswordWithEveryDelimiterAuthenticatesWhenPercentEncoded(String protocol) {
+        assertEquals("+OK", server.command("ACL", "SETUSER", "hard", "on", ">" + HARD_PASSWORD, "~kv:*", "+@all"));
+        assertWorks("valkey://hard:" + StoreUri.encode(HARD_PASSWORD) + "@" + server.hostPort() + "?protocol="
+                + protocol);
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"2", "3"})
+    void rawPlusAtColonAndNonAsciiInThePasswordReachTheServerUnchanged(String protocol) {
+        String raw = "a+b@c:d \u00e9";
+        assertEquals("+OK", server.command("ACL", "SETUSER", "rawuser", "on", ">" + raw, "~kv:*", "+@all"));
+        assertWorks("valkey://rawuser:" + raw + "@" + server.hostPort() + "?protocol=" + protocol);
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"valkey://:S3/CR3T@%s", "valkey://:S3?CR3T@%s", "valkey://:S3%%zzCR3T@%s",
+            "valkey://kvuser:S3CR3T@%s:1x"})
+    void malformedPasswordsFailBeforeConnectingAndAreNeverShown(String form) {
+        KVException e = assertThrows(KVException.class, () -> KVStores.open(form.formatted(server.hostPort())));
+        assertEquals(ErrorCode.INVALID_URI, e.code());
+        assertFalse(e.getMessage().contains("S3") || e.getMessage().contains("CR3T"), e.getMessage());
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"valkey", "valkeys", "rediss"})
+    void aUserWithoutAPasswordIsAnErrorNotAnUnauthenticatedConnection(String scheme) {
+        KVException e = assertThrows(KVException.class,
+                () -> KVStores.open(scheme + "://t0ken@" + server.hostPort()));
+        assertEquals(ErrorCode.INVALID_URI, e.code());
+        assertFalse(e.getMessage().contains("t0ken"), e.getMessage());
+        assertTrue(e.hint().contains("user:password@"), e.hint());
     }
 }

@@ -152,6 +152,7 @@ public final class EngineServer implements AutoCloseable {
                 c.misses().forEach((reason, n) -> cm.put(reason.name(), n));
                 latency(cn.putObject("insert_layer"), c.insertLayer());
                 latency(cn.putObject("drop_layer"), c.dropLayer());
+                latency(cn.putObject("drop_wait"), c.dropWait());
             }
             json(ex, 200, root);
         }

@@ -132,6 +132,40 @@ class DisaggregatedPrefillTest {
     }
 
     @Test
+    void aLayerWiseLoadCountsWaitingForTheProducerApartFromTheCopy() throws Exception {
+        int[] prompt = ByteTokenizer.encode("The consumer starts first and waits for every layer.");
+        long producerDelayMillis = 400;
+        try (Engine decode = Engine.builder(WEIGHTS).role(KVRole.CONSUMER, dConnector).layerWise(true).build()) {
+            CompletableFuture<Generation> d = CompletableFuture.supplyAsync(
+                    () -> decode.generate(prompt, MAX_TOKENS, transfer("req-wait"), t -> { }));
+            Thread.sleep(producerDelayMillis);
+            producer.generate(prompt, 1, transfer("req-wait"), t -> { });
+
+            assertEquals(Generation.PrefillSource.LOADED, d.get(30, TimeUnit.SECONDS).prefill());
+            var m = dConnector.metrics();
+            assertEquals(WEIGHTS.config().layers(), m.dropWait().count());
+            assertTrue(m.dropWait().maxNanos() >= TimeUnit.MILLISECONDS.toNanos(producerDelayMillis) * 3 / 4,
+                    "layer 0 waited " + m.dropWait().maxNanos() + " ns for a producer that started "
+                            + producerDelayMillis + " ms late");
+            // The copy of a tiny model's layer from memory: far below the producer's delay, even on a loaded machine.
+            assertTrue(m.dropLayer().maxNanos() < TimeUnit.MILLISECONDS.toNanos(producerDelayMillis) / 2,
+                    "the copy alone took " + m.dropLayer().maxNanos() + " ns: the wait is counted in it");
+        }
+    }
+
+    @Test
+    void aWholeLoadWaitsForNothing() {
+        int[] prompt = ByteTokenizer.encode("Committed before the consumer asks.");
+        try (Engine decode = Engine.builder(WEIGHTS).role(KVRole.CONSUMER, dConnector).build()) {
+            producer.generate(prompt, 1, transfer("req-nowait"), t -> { });
+            assertEquals(Generation.PrefillSource.LOADED,
+                    decode.generate(prompt, 4, transfer("req-nowait"), t -> { }).prefill());
+            assertEquals(WEIGHTS.config().layers(), dConnector.metrics().dropLayer().count());
+            assertEquals(0, dConnector.metrics().dropWait().count());
+        }
+    }
+
+    @Test
     void anotherTransferIdDoesNotSeeTheEntry() {
         int[] prompt = ByteTokenizer.encode("Same prompt, other transfer.");
         try (Engine decode = Engine.builder(WEIGHTS).role(KVRole.CONSUMER, dConnector).build()) {

@@ -9,9 +9,13 @@ import dev.kvconnector.error.KVException;
 import dev.kvconnector.layout.KVLayout;
 import dev.kvconnector.store.KVStore;
 import dev.kvconnector.store.KVStores;
+import dev.kvconnector.store.StoreUri;
+import dev.kvconnector.store.shm.ShmStore;
 import dev.kvconnector.workload.TransferWorkload;
 import java.io.IOException;
 import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -58,6 +62,8 @@ final class BenchCommand implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
         Map<String, Object> report = new LinkedHashMap<>();
+        Path shmFile = shmFile(store.uri);
+        boolean shmFileExisted = shmFile != null && Files.exists(shmFile);
         try (KVStore s = KVStores.open(store.uri);
              TransferWorkload w = new TransferWorkload(s, layout, tokens, !layersOnly, !noChecksums)) {
             out.printf("kvctl bench: %s, %d tokens, %d layers x %.2f MiB per layer, store %s%n", layout.name(), tokens,
@@ -103,6 +109,10 @@ final class BenchCommand implements Callable<Integer> {
             out.println("memcpy floor: one MemorySegment.copy of the whole request's tensors, divided by its layers.");
             out.println("layer latency includes the copy into or out of staging, the 64-byte header"
                     + (noChecksums ? "" : " with its CRC32C") + ", and the store's own put or get.");
+            String hint = ValkeyAllocatorHint.probe(store.uri);
+            if (hint != null) {
+                out.println(hint);
+            }
             out.flush();
             report.put("store", s.uri());
             report.put("model", layout.name());
@@ -120,12 +130,60 @@ final class BenchCommand implements Callable<Integer> {
             report.put("drop_ratio_to_memcpy", (double) m.dropLayer().p50Nanos() / copyP50);
             report.put("request_p50_ns", request.getValueAtPercentile(50));
             report.put("request_p99_ns", request.getValueAtPercentile(99));
+            report.put("server_hint", hint);
+        } finally {
+            if (shmFile != null) {
+                cleanUpShm(shmFile, shmFileExisted, out);
+            }
         }
         if (json != null) {
-            new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValue(json.toFile(), report);
+            ObjectMapper mapper = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+            try {
+                AtomicFile.write(json, tmp -> {
+                    mapper.writeValue(tmp.toFile(), report);
+                    return true;
+                });
+            } catch (IOException e) {
+                throw KVException.of(ErrorCode.IO_ERROR, "cannot write --json " + json + ": " + ObjectFiles.reason(e))
+                        .build();
+            }
             out.println("wrote " + json);
         }
         return 0;
+    }
+
+    /** The file an {@code shm:} store lives in (as {@code ShmStore} names it), or null for other stores. */
+    private static Path shmFile(String uri) {
+        StoreUri u = StoreUri.parse(uri);
+        if (!u.scheme().equals("shm")) {
+            return null;
+        }
+        String name = u.path().startsWith("/") ? u.path().substring(1) : u.path();
+        return Path.of(u.param("dir") == null ? ShmStore.DEFAULT_DIR : u.param("dir")).resolve(name);
+    }
+
+    /**
+     * Removes the shm file this bench created (its requests were dropped, so it holds nothing), and says so; one
+     * that existed before is kept, with its place and size, since other processes may use it.
+     */
+    private static void cleanUpShm(Path file, boolean existed, PrintWriter out) {
+        try {
+            long bytes = Files.size(file);
+            if (existed) {
+                out.printf("kept the shm store's file %s (%.1f MiB): it existed before this bench%n", file,
+                        bytes / 1048576.0);
+            } else {
+                Files.delete(file);
+                out.printf("removed the shm store's file %s (%.1f MiB) that this bench created%n", file,
+                        bytes / 1048576.0);
+            }
+        } catch (NoSuchFileException e) {
+            // the store was never created (it failed to open)
+        } catch (IOException e) {
+            out.println("could not remove the shm store's file " + file + " that this bench created: "
+                    + ObjectFiles.reason(e));
+        }
+        out.flush();
     }
 
     private static void row(PrintWriter out, String name, long p50, long p99, long bytes, long floor) {

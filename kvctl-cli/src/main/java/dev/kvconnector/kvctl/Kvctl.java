@@ -36,6 +36,13 @@ public final class Kvctl {
     /** Runs kvctl and returns its exit code (used by tests). */
     public static int run(String... args) {
         CommandLine cl = new CommandLine(new Kvctl());
+        // Every subcommand takes -h/--help and -V/--version (kvctl's), whether or not its class asks for them.
+        for (CommandLine sub : cl.getSubcommands().values()) {
+            sub.getCommandSpec().mixinStandardHelpOptions(true);
+            if (sub.getCommandSpec().version().length == 0) {
+                sub.getCommandSpec().version(cl.getCommandSpec().version());
+            }
+        }
         cl.setExecutionExceptionHandler((ex, cmd, parse) -> {
             PrintWriter err = cmd.getErr();
             if (ex instanceof KVException kv) {

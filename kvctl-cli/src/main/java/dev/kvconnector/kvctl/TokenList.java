@@ -21,6 +21,11 @@ final class TokenList {
             try {
                 out[i] = Integer.parseInt(parts[i]);
             } catch (NumberFormatException e) {
+                if (parts[i].matches("[+-]?\\d+")) {
+                    throw KVException.of(ErrorCode.INVALID_ARGUMENT, "token " + (i + 1) + " of " + source + " is "
+                            + parts[i] + ", outside int32").hint("token ids are " + Integer.MIN_VALUE + ".."
+                            + Integer.MAX_VALUE).build();
+                }
                 throw KVException.of(ErrorCode.INVALID_ARGUMENT, "token " + (i + 1) + " of " + source + " is '" + parts[i]
                         + "', not an integer").hint("tokens are integers separated by commas, spaces or newlines").build();
             }
@@ -32,7 +37,8 @@ final class TokenList {
         try {
             return parse(Files.readString(file), file.toString());
         } catch (IOException e) {
-            throw KVException.of(ErrorCode.IO_ERROR, "cannot read tokens file " + file + ": " + e.getMessage()).build();
+            throw KVException.of(ErrorCode.IO_ERROR, "cannot read tokens file " + file + ": " + ObjectFiles.reason(e))
+                    .build();
         }
     }
 }

@@ -156,7 +156,7 @@ class KvctlTest {
         org.junit.jupiter.api.Assumptions.assumeTrue(Files.exists(lib) || "true".equals(System.getenv("CI")),
                 "the Mooncake test double was not built (no cmake): " + lib);
         Run r = kvctl("doctor", "--store", "mooncake://127.0.0.1:50051?metadata=P2PHANDSHAKE&local_hostname=127.0.0.1"
-                + "&library=" + lib);
+                + "&probe-timeout=0&library=" + lib);
         assertEquals(0, r.code(), r.out() + r.err());
         assertTrue(r.out().contains("ok   round trip") && r.out().contains("healthy"), r.out());
         Run missing = kvctl("doctor", "--store", "mooncake://127.0.0.1:50051?metadata=P2PHANDSHAKE"
@@ -186,5 +186,59 @@ class KvctlTest {
         assertTrue(n.get("insert_layer_p50_ns").asLong() > 0);
         assertTrue(n.get("drop_ratio_to_memcpy").asDouble() > 0);
         assertTrue(r.err().contains("4/4"), r.err());
+    }
+
+    @Test
+    void everySubcommandTakesShortAndLongHelp() {
+        picocli.CommandLine cl = new picocli.CommandLine(Kvctl.class);
+        assertTrue(cl.getSubcommands().size() >= 11, cl.getSubcommands().keySet().toString());
+        for (String name : cl.getSubcommands().keySet()) {
+            for (String help : new String[] {"-h", "--help"}) {
+                Run r = kvctl(name, help);
+                assertEquals(0, r.code(), name + " " + help + ": " + r.err());
+                assertTrue(r.out().startsWith("Usage: kvctl " + name), name + " " + help + ": " + r.out());
+            }
+            assertEquals("kvctl 0.1.0", kvctl(name, "--version").out().strip(), name);
+        }
+    }
+
+    @Test
+    void doctorReportsTheFirstRoundTripApartAndNamesTheStoreOnce() {
+        Run r = kvctl("doctor", "--store", "memory:?capacity=64MiB");
+        assertEquals(0, r.code(), r.out() + r.err());
+        assertTrue(r.out().contains("ok   health: memory:?capacity=64MiB holds 0 keys"), r.out());
+        assertTrue(!r.out().contains("::"), r.out());
+        assertTrue(r.out().matches("(?s).*ok   round trip: 1 MiB put [0-9.]+ ms, get [0-9.]+ ms \\(the first one, with "
+                + "one-time setup costs: put [0-9.]+ ms, get [0-9.]+ ms\\), remove ok.*"), r.out());
+    }
+
+    @Test
+    void aMissingInputFileSaysNoSuchFile(@TempDir Path dir) {
+        Path missing = dir.resolve("absent.bin");
+        Run put = kvctl("put", "--store", "memory:", "--key", "k", "--in", missing.toString());
+        assertEquals(Kvctl.EXIT_FAILURE, put.code());
+        assertTrue(put.err().contains("cannot read " + missing + ": no such file or directory"), put.err());
+        Run key = kvctl("key", "--tokens-file", missing.toString());
+        assertEquals(Kvctl.EXIT_FAILURE, key.code());
+        assertTrue(key.err().contains("cannot read tokens file " + missing + ": no such file or directory"), key.err());
+    }
+
+    @Test
+    void benchRemovesTheShmFileItCreatedAndKeepsOneThatExisted(@TempDir Path dir) throws IOException {
+        String name = "kvctl-bench-" + ProcessHandle.current().pid();
+        String uri = "shm:/" + name + "?capacity=16MiB&dir=" + dir;
+        String[] bench = {"bench", "--store", uri, "--model", "qwen2.5-0.5b", "--tokens", "64", "--iterations", "1",
+                "--warmup", "0"};
+        Run created = kvctl(bench);
+        assertEquals(0, created.code(), created.out() + created.err());
+        assertTrue(created.out().contains("removed the shm store's file " + dir.resolve(name)), created.out());
+        assertTrue(Files.notExists(dir.resolve(name)));
+        try (var s = dev.kvconnector.store.KVStores.open(uri)) {
+            assertTrue(Files.exists(dir.resolve(name)), s.uri());
+        }
+        Run kept = kvctl(bench);
+        assertEquals(0, kept.code(), kept.out() + kept.err());
+        assertTrue(kept.out().contains("kept the shm store's file " + dir.resolve(name)), kept.out());
+        assertTrue(Files.exists(dir.resolve(name)));
     }
 }

@@ -359,6 +359,13 @@ public final class XpydProxy implements AutoCloseable {
         if (body == null) {
             return;
         }
+        RequestCheck.Rejection bad = RequestCheck.check(body, ex.path.equals("/v1/chat/completions"), config.model());
+        if (bad != null) {
+            LOG.debug("refused a request to {}: {} {}", ex.path, bad.status(), bad.message());
+            metrics.response(bad.status());
+            HttpIo.sendError(ex, bad.status(), "invalid_request_error", bad.param(), bad.message());
+            return;
+        }
         String requestId = idPrefix + requestCounter.incrementAndGet();
         ex.responseHeaders.set("X-Request-Id", requestId);
         new InferenceCall(this, ex, body, requestId, start).start();

@@ -183,8 +183,8 @@ class FailureHandlingTest extends ProxyTestBase {
         var d2 = instance("d2").failNext(9, 502);
         XpydProxy proxy = start(config().prefill(p.address()).decode(d1.address(), d2.address()));
 
-        HttpResponse<String> res = post(proxy, "/v1/chat/completions", "{\"model\":\"test-model\",\"messages\":[],"
-                + "\"stream\":true}");
+        HttpResponse<String> res = post(proxy, "/v1/chat/completions", "{\"model\":\"test-model\",\"messages\":"
+                + "[{\"role\":\"user\",\"content\":\"hi\"}],\"stream\":true}");
 
         assertEquals(502, res.statusCode());
         assertEquals("application/json", res.headers().firstValue("Content-Type").orElseThrow());

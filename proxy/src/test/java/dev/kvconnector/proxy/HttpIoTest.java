@@ -25,6 +25,14 @@ class HttpIoTest {
         assertEquals("bad \"thing\"", node.at("/error/message").asText());
         assertEquals("invalid_request_error", node.at("/error/type").asText());
         assertEquals(400, node.at("/error/code").asInt());
+        assertTrue(node.at("/error/param").isNull(), "param is present and null when no field is at fault");
         assertEquals(1, node.size());
+    }
+
+    @Test
+    void errorBodyNamesTheFieldAtFault() throws Exception {
+        var node = ProxyTestBase.JSON.readTree(HttpIo.errorBody("'n' is bad", "invalid_request_error", "n", 400));
+        assertEquals("n", node.at("/error/param").asText());
+        assertEquals(4, node.get("error").size());
     }
 }

@@ -31,8 +31,8 @@ final class VllmInstanceTestDouble implements AutoCloseable {
         }
     }
 
-    /** One completion request as the double received it. */
-    record Received(String path, JsonNode body, String requestIdHeader, String authorization) {
+    /** One completion request as the double received it; {@code rawBody} is its bytes as UTF-8 text. */
+    record Received(String path, JsonNode body, String rawBody, String requestIdHeader, String authorization) {
     }
 
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -167,8 +167,10 @@ final class VllmInstanceTestDouble implements AutoCloseable {
     }
 
     private void completion(HttpExchange ex, String path) throws IOException {
-        JsonNode body = JSON.readTree(ex.getRequestBody().readAllBytes());
-        received.add(new Received(path, body, ex.getRequestHeaders().getFirst("X-Request-Id"),
+        byte[] raw = ex.getRequestBody().readAllBytes();
+        JsonNode body = JSON.readTree(raw);
+        received.add(new Received(path, body, new String(raw, StandardCharsets.UTF_8),
+                ex.getRequestHeaders().getFirst("X-Request-Id"),
                 ex.getRequestHeaders().getFirst("Authorization")));
         sleep(stallMillis);
         CountDownLatch hold = holdBeforeAnswer;

@@ -105,7 +105,7 @@ public final class MemoryStore implements KVStore {
 
     /** Opens a store from a parsed {@code memory:} URI. */
     public static MemoryStore open(StoreUri uri) {
-        uri.requireKnownParams(OPTIONS);
+        uri.requireKnownParams(OPTIONS).requireNoUserInfo();
         if (!uri.hosts().isEmpty() || !uri.path().isEmpty()) {
             throw KVException.of(ErrorCode.INVALID_URI, "a memory: store takes no host or path, only options")
                     .store(uri.masked()).hint("write memory:?capacity=2GiB").build();
@@ -520,7 +520,7 @@ public final class MemoryStore implements KVStore {
     @Override
     public String healthCheck() {
         checkOpen("healthCheck", null);
-        return uri + ": " + count() + " keys, " + usedBytes() + " of " + capacity + " bytes used";
+        return uri + " holds " + count() + " keys, " + usedBytes() + " of " + capacity + " bytes used";
     }
 
     void checkOpen(String op, String key) {

@@ -163,8 +163,12 @@ public final class ShmStore implements KVStore {
      *     CORRUPT_OBJECT for a file that is not a valid store, AUTH_FAILED for a file of another user, IO_ERROR
      */
     public static ShmStore open(StoreUri uri) {
-        uri.requireKnownParams(OPTIONS);
+        uri.requireKnownParams(OPTIONS).requireNoUserInfo();
         String masked = uri.masked();
+        if (!uri.hosts().isEmpty()) {
+            throw KVException.of(ErrorCode.INVALID_URI, "a shm: store is on this host and takes no host name")
+                    .store(masked).operation("open").hint("write shm:/NAME, such as shm:/kv").build();
+        }
         String name = uri.path().startsWith("/") ? uri.path().substring(1) : uri.path();
         if (!NAME.matcher(name).matches() || name.equals(".") || name.equals("..")) {
             throw KVException.of(ErrorCode.INVALID_URI, "the store name '" + name + "' is not 1 to 200 characters of "

@@ -154,6 +154,10 @@ class MemoryStoreTest {
                 () -> KVStores.open("memory:?eviction=random")).code());
         assertEquals(ErrorCode.INVALID_URI, assertThrows(KVException.class,
                 () -> KVStores.open("memory:?capacity=lots")).code());
+        KVException creds = assertThrows(KVException.class, () -> KVStores.open("memory://u:S3CRET@"));
+        assertEquals(ErrorCode.INVALID_URI, creds.code());
+        assertTrue(!creds.getMessage().contains("S3CRET") && creds.getMessage().contains("no user name"),
+                creds.getMessage());
     }
 
     @Test

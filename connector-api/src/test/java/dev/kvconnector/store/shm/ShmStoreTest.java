@@ -386,6 +386,12 @@ class ShmStoreTest {
         assertKv(ErrorCode.INVALID_URI, () -> open("a", "capacity=1MiB&block=3000"));
         assertKv(ErrorCode.INVALID_URI, () -> open("a", "capacity=10"));
         assertKv(ErrorCode.INVALID_CONFIG, () -> ShmStore.open(StoreUri.parse("shm:/a?dir=" + dir + "/missing")));
+        KVException host = assertKv(ErrorCode.INVALID_URI, () -> ShmStore.open(StoreUri.parse("shm://h/a?dir="
+                + dir)));
+        assertTrue(host.getMessage().contains("no host"), host.getMessage());
+        KVException creds = assertKv(ErrorCode.INVALID_URI, () -> ShmStore.open(StoreUri.parse("shm://u:S3CRET@/a"
+                + "?dir=" + dir)));
+        assertTrue(!creds.getMessage().contains("S3CRET"), creds.getMessage());
     }
 
     @Test

@@ -92,7 +92,7 @@ public final class LmStore implements KVStore {
      * @throws KVException {@code INVALID_URI} for an unknown option or a bad value, naming it
      */
     public LmStore(StoreUri uri) {
-        uri.requireKnownParams(OPTIONS);
+        uri.requireKnownParams(OPTIONS).requireNoUserInfo();
         this.uri = uri.masked();
         StoreUri.HostPort hp = uri.singleHost(DEFAULT_PORT);
         this.host = hp.host();

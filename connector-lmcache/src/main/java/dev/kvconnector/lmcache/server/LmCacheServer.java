@@ -32,8 +32,12 @@ import org.slf4j.LoggerFactory;
  * {@code NativeHeap} says why), bounded by a capacity in bytes with least-recently-used eviction. The memory of a
  * replaced or evicted value of 64 KiB or more is kept, within the capacity, for the next PUT of the same size, so
  * that a PUT does not fault in fresh pages ({@code OffHeapLruCache} has the measurements). Each connection
- * gets one virtual thread that handles its requests in order, as the Python servers do. Behaviour where the Python servers say nothing or hang:
+ * gets one virtual thread that handles its requests in order, as the Python servers do. Behaviour where the Python
+ * servers say nothing or hang:
  * <ul>
+ *   <li>A payload that makes no progress for the payload timeout (default {@value #DEFAULT_PAYLOAD_TIMEOUT_MILLIS}
+ *       ms; {@link StallWatchdog}) closes its connection: a PUT that announced a size and then sent nothing gives
+ *       its reservation back, and the log names the client and the key.</li>
  *   <li>PUT never replies (both versions, as in LMCache). A PUT larger than the capacity, or one that cannot get
  *       memory, is read and dropped with a warning: a later GET or EXIST of its key misses.</li>
  *   <li>HEALTH on a v0 server and LIST on a v1 server reply FAIL (the Python servers never reply, leaving the
@@ -52,8 +56,15 @@ import org.slf4j.LoggerFactory;
  * }</pre>
  */
 public final class LmCacheServer implements AutoCloseable {
+    // Over 400 lines: the lifecycle, the per-connection protocol handler and the builder share the server's state;
+    // the store (OffHeapLruCache) and the stall timing (StallWatchdog) live apart.
     /** Default capacity: 1 GiB. */
     public static final long DEFAULT_CAPACITY_BYTES = 1L << 30;
+    /**
+     * Default payload timeout, in ms: twice the {@code lm://} client's default {@code timeout} of 5 s, so a client
+     * that makes no progress this long has given up itself.
+     */
+    public static final long DEFAULT_PAYLOAD_TIMEOUT_MILLIS = 10_000;
     /** Default bind address: loopback only. */
     public static final String DEFAULT_HOST = "127.0.0.1";
 
@@ -65,6 +76,7 @@ public final class LmCacheServer implements AutoCloseable {
     private final int requestedPort;
     private final LmProtocolVersion protocol;
     private final long capacityBytes;
+    private final long payloadTimeoutMillis;
     private final NativeHeap heap = new NativeHeap();
     private final OffHeapLruCache cache;
     private final Set<SocketChannel> connections = ConcurrentHashMap.newKeySet();
@@ -73,6 +85,7 @@ public final class LmCacheServer implements AutoCloseable {
     private final Object lifecycle = new Object();
     private ServerSocketChannel listener;
     private Thread acceptor;
+    private StallWatchdog watchdog;
     private volatile int boundPort = -1;
     private volatile boolean running;
     private boolean stopped;
@@ -82,6 +95,7 @@ public final class LmCacheServer implements AutoCloseable {
         this.requestedPort = b.port;
         this.protocol = b.protocol;
         this.capacityBytes = b.capacityBytes;
+        this.payloadTimeoutMillis = b.payloadTimeoutMillis;
         this.cache = new OffHeapLruCache(heap, capacityBytes);
     }
 
@@ -122,9 +136,10 @@ public final class LmCacheServer implements AutoCloseable {
                         + requestedPort).operation("lmserver start").cause(e).build();
             }
             running = true;
+            watchdog = new StallWatchdog(payloadTimeoutMillis, "lmserver-watchdog-" + boundPort());
             acceptor = Thread.ofVirtual().name("lmserver-accept-" + boundPort()).start(this::acceptLoop);
-            LOG.info("LMCache {} server listening on {}:{}, capacity {} bytes", protocol.label(), host, boundPort(),
-                    capacityBytes);
+            LOG.info("LMCache {} server listening on {}:{}, capacity {} bytes, payload timeout {} ms",
+                    protocol.label(), host, boundPort(), capacityBytes, payloadTimeoutMillis);
             return this;
         }
     }
@@ -147,6 +162,11 @@ public final class LmCacheServer implements AutoCloseable {
     /** The capacity in bytes. */
     public long capacityBytes() {
         return capacityBytes;
+    }
+
+    /** How long a payload may make no progress before its connection is closed, in ms. */
+    public long payloadTimeoutMillis() {
+        return payloadTimeoutMillis;
     }
 
     /** Bytes of stored values. */
@@ -191,6 +211,7 @@ public final class LmCacheServer implements AutoCloseable {
      */
     public void stop() {
         Thread acceptThread;
+        StallWatchdog dog;
         synchronized (lifecycle) {
             if (stopped) {
                 return;
@@ -199,6 +220,7 @@ public final class LmCacheServer implements AutoCloseable {
             running = false;
             closeQuietly(listener);
             acceptThread = acceptor;
+            dog = watchdog;
         }
         join(acceptThread);
         for (SocketChannel ch : connections) {
@@ -206,6 +228,9 @@ public final class LmCacheServer implements AutoCloseable {
         }
         for (Thread t : handlers) {
             join(t);
+        }
+        if (dog != null) {
+            dog.close();
         }
         cache.clear();
         LOG.info("LMCache {} server on {}:{} stopped", protocol.label(), host, boundPort);
@@ -244,15 +269,23 @@ public final class LmCacheServer implements AutoCloseable {
 
     private void serve(SocketChannel ch) {
         String peer = peerOf(ch);
+        StallWatchdog.Watch watch = watchdog.watch(ch);
         try {
-            new Connection(ch, peer).run();
+            new Connection(ch, peer, watch).run();
         } catch (ClosedChannelException e) {
-            LOG.debug("connection from {} closed", peer);
+            if (watch.stalled()) {
+                LOG.warn("closed the connection from {}: the {} made no progress for {} ms after {} bytes; what it "
+                                + "held is given back", peer, watch.transfer(), payloadTimeoutMillis,
+                        watch.bytesSoFar());
+            } else {
+                LOG.debug("connection from {} closed", peer);
+            }
         } catch (IOException e) {
             LOG.debug("connection from {} ended: {}", peer, e.toString());
         } catch (RuntimeException e) {
             LOG.warn("closing connection from {}: {}", peer, e.getMessage());
         } finally {
+            watchdog.unwatch(watch);
             closeQuietly(ch);
             connections.remove(ch);
             handlers.remove(Thread.currentThread());
@@ -263,6 +296,7 @@ public final class LmCacheServer implements AutoCloseable {
     private final class Connection {
         private final SocketChannel ch;
         private final String peer;
+        private final StallWatchdog.Watch watch;
         private final ByteBuffer in = ByteBuffer.allocateDirect(protocol.requestHeaderBytes());
         private final ByteBuffer out = ByteBuffer.allocateDirect(protocol.replyHeaderBytes());
         private final LmRequestHeader request = new LmRequestHeader();
@@ -270,9 +304,10 @@ public final class LmCacheServer implements AutoCloseable {
         private final ByteBuffer[] headerAndPayload = new ByteBuffer[2];
         private ByteBuffer drain;
 
-        Connection(SocketChannel ch, String peer) {
+        Connection(SocketChannel ch, String peer, StallWatchdog.Watch watch) {
             this.ch = ch;
             this.peer = peer;
+            this.watch = watch;
         }
 
         void run() throws IOException {
@@ -344,12 +379,21 @@ public final class LmCacheServer implements AutoCloseable {
                 return true;
             }
             if (data == null) {
-                LOG.warn("dropping PUT from {} of key {}: {} bytes do not fit the capacity of {} bytes", peer, key,
-                        length, capacityBytes);
+                long reserved = cache.reservedBytes();
+                if (length > capacityBytes || reserved == 0) {
+                    LOG.warn("dropping PUT from {} of key {}: {} bytes exceed the capacity of {} bytes", peer, key,
+                            length, capacityBytes);
+                } else {
+                    LOG.warn("dropping PUT from {} of key {}: {} bytes do not fit beside the {} bytes reserved by "
+                                    + "PUTs still receiving their payload (capacity {} bytes); a stalled PUT holds its "
+                                    + "reservation for at most the payload timeout of {} ms", peer, key, length,
+                            reserved, capacityBytes, payloadTimeoutMillis);
+                }
                 drain(length);
                 return true;
             }
             boolean received = false;
+            watch.begin("PUT payload of key " + key + " (" + length + " bytes)");
             try {
                 ByteBuffer payload = data.asByteBuffer();
                 while (payload.hasRemaining()) {
@@ -357,8 +401,10 @@ public final class LmCacheServer implements AutoCloseable {
                         throw new EOFException("end of stream after " + payload.position() + " of " + length
                                 + " payload bytes of PUT " + key);
                     }
+                    watch.progress(payload.position());
                 }
                 received = true;
+                watch.end();
             } finally {
                 if (!received) {
                     cache.cancel(data);
@@ -377,7 +423,9 @@ public final class LmCacheServer implements AutoCloseable {
             try {
                 reply.set(LmWire.SUCCESS, (int) v.data.byteSize(), v.meta, LmWire.LOCATION_NONE)
                         .encode(protocol, out);
+                watch.begin("GET reply of key " + request.key() + " (" + v.data.byteSize() + " bytes)");
                 writeWithPayload(v.data.asByteBuffer());
+                watch.end();
             } finally {
                 cache.release(v);
             }
@@ -403,6 +451,7 @@ public final class LmCacheServer implements AutoCloseable {
             try {
                 while (payload.hasRemaining() || out.hasRemaining()) {
                     ch.write(headerAndPayload);
+                    watch.progress(payload.position());
                 }
             } finally {
                 headerAndPayload[1] = null;
@@ -413,6 +462,7 @@ public final class LmCacheServer implements AutoCloseable {
             if (drain == null) {
                 drain = ByteBuffer.allocateDirect(DRAIN_BUFFER_BYTES);
             }
+            watch.begin("dropped PUT payload of key " + request.key() + " (" + bytes + " bytes)");
             long left = bytes;
             while (left > 0) {
                 drain.clear().limit((int) Math.min(left, DRAIN_BUFFER_BYTES));
@@ -421,13 +471,17 @@ public final class LmCacheServer implements AutoCloseable {
                     throw new EOFException("end of stream with " + left + " bytes of a dropped PUT unread");
                 }
                 left -= n;
+                watch.progress(bytes - left);
             }
+            watch.end();
         }
     }
 
+    /** The client's {@code address:port}. */
     private static String peerOf(SocketChannel ch) {
         try {
-            return String.valueOf(ch.getRemoteAddress());
+            return ch.getRemoteAddress() instanceof InetSocketAddress a ? a.getHostString() + ":" + a.getPort()
+                    : String.valueOf(ch.getRemoteAddress());
         } catch (IOException e) {
             return "an unknown peer";
         }
@@ -461,8 +515,22 @@ public final class LmCacheServer implements AutoCloseable {
         private int port;
         private LmProtocolVersion protocol = LmProtocolVersion.V1;
         private long capacityBytes = DEFAULT_CAPACITY_BYTES;
+        private long payloadTimeoutMillis = DEFAULT_PAYLOAD_TIMEOUT_MILLIS;
 
         private Builder() {
+        }
+
+        /**
+         * How long a PUT's payload or a GET's reply may make no progress before the connection is closed and what
+         * the transfer held is given back, in ms; default {@value LmCacheServer#DEFAULT_PAYLOAD_TIMEOUT_MILLIS}.
+         */
+        public Builder payloadTimeoutMillis(long millis) {
+            if (millis <= 0) {
+                throw KVException.of(ErrorCode.INVALID_ARGUMENT, "payload timeout " + millis + " ms is not above 0")
+                        .build();
+            }
+            this.payloadTimeoutMillis = millis;
+            return this;
         }
 
         /** The address to bind; default 127.0.0.1. */

@@ -117,6 +117,16 @@ final class OffHeapLruCache {
         return block;
     }
 
+    /** Bytes reserved by PUTs whose payload is still arriving. */
+    long reservedBytes() {
+        lock.lock();
+        try {
+            return reservedBytes;
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** Gives back a reservation whose payload never arrived, and the memory {@link #reserve} returned for it. */
     void cancel(MemorySegment data) {
         unreserve(data.byteSize());

@@ -5,8 +5,6 @@ import dev.kvconnector.error.KVException;
 import dev.kvconnector.store.KVStore;
 import dev.kvconnector.store.KVStores;
 import dev.kvconnector.store.StoreUri;
-import java.net.URLEncoder;
-import java.nio.charset.StandardCharsets;
 import java.util.Map;
 import java.util.Set;
 
@@ -48,9 +46,9 @@ final class InnerStoreUri {
         if (!uri.hosts().isEmpty() || uri.user() != null || uri.password() != null) {
             sb.append("//");
             if (uri.user() != null || uri.password() != null) {
-                sb.append(uri.user() == null ? "" : encode(uri.user()));
+                sb.append(uri.user() == null ? "" : StoreUri.encode(uri.user()));
                 if (uri.password() != null) {
-                    sb.append(':').append(encode(uri.password()));
+                    sb.append(':').append(StoreUri.encode(uri.password()));
                 }
                 sb.append('@');
             }
@@ -66,14 +64,11 @@ final class InnerStoreUri {
         char sep = '?';
         for (Map.Entry<String, String> e : uri.params().entrySet()) {
             if (!own.contains(e.getKey())) {
-                sb.append(sep).append(encode(e.getKey())).append('=').append(encode(e.getValue()));
+                sb.append(sep).append(StoreUri.encode(e.getKey())).append('=')
+                        .append(StoreUri.encode(e.getValue()));
                 sep = '&';
             }
         }
         return sb.toString();
-    }
-
-    private static String encode(String s) {
-        return URLEncoder.encode(s, StandardCharsets.UTF_8);
     }
 }

@@ -268,6 +268,16 @@ class LmStoreTest {
     }
 
     @Test
+    void credentialsAreRefusedBecauseTheProtocolHasNoAuthenticationAndAreNeverShown() {
+        for (String uri : new String[] {"lm://u:S3CRET@h:1", "lm://S3CRET@h:1", "lm://:S3%2FCRET@h:1"}) {
+            KVException e = assertThrows(KVException.class, () -> KVStores.open(uri), uri);
+            assertEquals(ErrorCode.INVALID_URI, e.code(), uri);
+            assertFalse(e.getMessage().contains("S3"), e.getMessage());
+            assertTrue(e.getMessage().contains("no user name or password"), e.getMessage());
+        }
+    }
+
+    @Test
     void aClosedStoreFailsWithClosed() {
         LmStore store = store(server(LmProtocolVersion.V0, 100), "");
         store.exists("k");

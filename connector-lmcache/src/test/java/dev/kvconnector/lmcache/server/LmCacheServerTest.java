@@ -295,6 +295,59 @@ class LmCacheServerTest {
     }
 
     @Test
+    void aStalledPutGivesBackItsReservationAtThePayloadTimeoutAndAnotherClientsPutSucceeds() throws Exception {
+        int capacity = 64 << 20;
+        LmCacheServer server = LmCacheServer.builder().protocol(LmProtocolVersion.V1).capacityBytes(capacity)
+                .payloadTimeoutMillis(1_500).build().start();
+        servers.add(server);
+        try (CapturedStderr log = new CapturedStderr();
+             RawLmClient stalled = new RawLmClient(server.boundPort(), LmProtocolVersion.V1);
+             RawLmClient other = new RawLmClient(server.boundPort(), LmProtocolVersion.V1)) {
+            stalled.send(LmWire.PUT, "stalled-key", 62 << 20, LmObjectMeta.bytes(62 << 20));
+            await(() -> server.nativeBytesInUse() == 62 << 20, "the server to reserve the stalled PUT");
+            other.put("early", bytes(4 << 20, 1));
+            assertEquals(LmWire.FAIL, other.exist("early"), "no room beside the stalled reservation yet");
+            assertTrue(log.text().contains("reserved by PUTs still receiving their payload"), log.text());
+            assertTrue(stalled.closedByServer(), "the watchdog closes the stalled connection");
+            await(() -> server.connectionCount() == 1 && server.nativeBytesInUse() == server.keptBytes(),
+                    "the stalled reservation to be given back");
+            other.put("late", bytes(4 << 20, 2));
+            assertEquals(LmWire.SUCCESS, other.exist("late"));
+            assertEquals(1, server.entryCount());
+            String stalledClient = "127.0.0.1:" + stalled.localPort();
+            await(() -> log.text().contains(stalledClient), "the log to name the stalled client");
+            String line = log.text().lines().filter(l -> l.contains(stalledClient)).findFirst().orElseThrow();
+            assertTrue(line.contains("stalled-key") && line.contains("no progress for 1500 ms"), line);
+        }
+    }
+
+    @Test
+    void aClientThatStopsReadingAGetReplyIsClosedAtThePayloadTimeout() throws Exception {
+        LmCacheServer server = LmCacheServer.builder().protocol(LmProtocolVersion.V0).capacityBytes(64 << 20)
+                .payloadTimeoutMillis(300).build().start();
+        servers.add(server);
+        try (RawLmClient c = new RawLmClient(server.boundPort(), LmProtocolVersion.V0)) {
+            c.put("big", bytes(32 << 20, 3));
+            assertEquals(LmWire.SUCCESS, c.exist("big"));
+            c.send(LmWire.GET, "big");
+            await(() -> server.connectionCount() == 0, "the server to close the connection that stopped reading");
+        }
+        assertEquals(1, server.entryCount());
+    }
+
+    @Test
+    void anIdleConnectionBetweenRequestsIsNotTimed() throws Exception {
+        LmCacheServer server = LmCacheServer.builder().protocol(LmProtocolVersion.V0).capacityBytes(1 << 20)
+                .payloadTimeoutMillis(50).build().start();
+        servers.add(server);
+        try (RawLmClient c = new RawLmClient(server.boundPort(), LmProtocolVersion.V0)) {
+            c.put("k", bytes(1000, 1));
+            Thread.sleep(400);
+            assertEquals(LmWire.SUCCESS, c.exist("k"));
+        }
+    }
+
+    @Test
     void aValueEvictedWhileBeingSentStaysIntactUntilSent() throws Exception {
         int size = 8 << 20;
         LmCacheServer server = start(LmProtocolVersion.V0, size);
@@ -343,6 +396,8 @@ class LmCacheServerTest {
                 assertThrows(KVException.class, () -> LmCacheServer.builder().port(70_000)).code());
         assertEquals(ErrorCode.INVALID_ARGUMENT,
                 assertThrows(KVException.class, () -> LmCacheServer.builder().capacityBytes(-1)).code());
+        assertEquals(ErrorCode.INVALID_ARGUMENT,
+                assertThrows(KVException.class, () -> LmCacheServer.builder().payloadTimeoutMillis(0)).code());
     }
 
     @Test

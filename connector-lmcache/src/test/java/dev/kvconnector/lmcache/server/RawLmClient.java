@@ -67,6 +67,11 @@ final class RawLmClient implements AutoCloseable {
         return b;
     }
 
+    /** This client's local port, as the server's log names it. */
+    int localPort() {
+        return socket.getLocalPort();
+    }
+
     /** Whether the server closed the connection (end of stream within 5 s). */
     boolean closedByServer() throws IOException {
         try {

@@ -191,4 +191,16 @@ class LmValkeyLayoutStoreTest {
         assertEquals("valkey://u:p%40ss@h1:7000,[::1]:7001/2?ttl=5s",
                 InnerStoreUri.text(uri, "valkey", LmValkeyLayoutStore.OPTIONS));
     }
+
+    @Test
+    void theInnerUriKeepsEveryCharacterOfThePasswordAndOptions() {
+        String pw = "a+b c/d?e#f@g:h%i\u00e9";
+        var outer = dev.kvconnector.store.StoreUri.parse("lmcache+valkey://u:"
+                + dev.kvconnector.store.StoreUri.encode(pw) + "@h:1?layout=valkey-legacy&ttl=5s&x=a+b");
+        var inner = dev.kvconnector.store.StoreUri.parse(
+                InnerStoreUri.text(outer, "valkey", LmValkeyLayoutStore.OPTIONS));
+        assertEquals(pw, inner.password());
+        assertEquals("a+b", inner.param("x"));
+        assertEquals("5s", inner.param("ttl"));
+    }
 }

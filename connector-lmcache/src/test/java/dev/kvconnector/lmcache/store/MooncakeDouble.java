@@ -36,9 +36,9 @@ public final class MooncakeDouble {
         return "127.0.0.1:" + NEXT_MASTER_PORT.getAndIncrement();
     }
 
-    /** A URI of {@code scheme} on {@code master} with small staging. */
+    /** A URI of {@code scheme} on {@code master} with small staging, and no probe of the master (there is none). */
     public static String uri(String scheme, String master) {
         return scheme + "://" + master + "?metadata=P2PHANDSHAKE&local_hostname=127.0.0.1&library=" + library()
-                + "&segment=64MiB&buffer=16MiB&staging=4MiB&staging-slots=4";
+                + "&segment=64MiB&buffer=16MiB&staging=4MiB&staging-slots=4&probe-timeout=0";
     }
 }

@@ -31,8 +31,9 @@ import picocli.CommandLine.Option;
  * engines as child JVMs sharing a {@code shm:} store, the XpYd proxy in-process in front of them, and a single
  * in-process engine as the reference; sends the same workload through the proxy twice (KV loaded whole after
  * the prefill, then layer by layer), checks every answer against the reference token for token, and reports
- * time to first token, per-layer transfer latency, hit rate, miss reasons and bytes moved on the terminal, in
- * {@code DIR/demo.json} and in {@code DIR/demo.html}. Exits 1 when any answer differs or fails.
+ * time to first token, per-layer insert and copy latency (and, layer by layer, the wait for P), hit rate, miss
+ * reasons and bytes moved on the terminal, in {@code DIR/demo.json} and in {@code DIR/demo.html}, with the load
+ * average and core count. Exits 1 when any answer differs or fails.
  */
 @Command(name = "demo", mixinStandardHelpOptions = true,
         description = "Run XpYd disaggregated prefill end to end on this machine and report what it does.")
@@ -113,8 +114,11 @@ public final class DemoCommand implements Callable<Integer> {
         Runtime.getRuntime().addShutdownHook(hook);
         try {
             List<String> prompts = Workload.prompts(requests, minPrompt, maxPrompt, 42);
+            double loadAtStart = DemoReport.loadAverage();
             err.println("kvctl demo: " + prefill + "P" + decode + "D, " + requests + " requests, "
                     + (tiny ? "tiny" : "8-layer") + " model, store " + StoreUri.parse(storeUri).masked());
+            err.printf(Locale.ROOT, "machine: %d cores, load average (1 min) %.2f%n",
+                    Runtime.getRuntime().availableProcessors(), loadAtStart);
             DemoReport.Run reference = referenceRun(prompts, cleanup, err);
             List<DemoReport.Run> runs = new ArrayList<>();
             runs.add(xpydRun("xpyd", ProxyFlow.V1, false, prompts, storeUri, cleanup, err));
@@ -124,10 +128,10 @@ public final class DemoCommand implements Callable<Integer> {
                     .put("min_prompt_tokens", minPrompt).put("max_prompt_tokens", maxPrompt)
                     .put("model", tiny ? "tiny" : "small").put("store", StoreUri.parse(storeUri).masked())
                     .put("layer_wise_flow", secondFlow.name().toLowerCase(Locale.ROOT));
-            DemoReport report = new DemoReport(config, reference, runs);
-            Files.writeString(out.resolve("demo.json"),
-                    JSON.writerWithDefaultPrettyPrinter().writeValueAsString(report.json()), StandardCharsets.UTF_8);
-            Files.writeString(out.resolve("demo.html"), report.html(), StandardCharsets.UTF_8);
+            DemoReport report = new DemoReport(config, loadAtStart, reference, runs);
+            ReportFile.write(out.resolve("demo.json"),
+                    o -> JSON.writerWithDefaultPrettyPrinter().writeValue(o, report.json()));
+            ReportFile.write(out.resolve("demo.html"), o -> o.write(report.html().getBytes(StandardCharsets.UTF_8)));
             System.out.print(report.text());
             System.out.println("report: " + out.resolve("demo.json") + ", " + out.resolve("demo.html"));
             return report.tokensEqual() ? 0 : 1;
@@ -154,7 +158,8 @@ public final class DemoCommand implements Callable<Integer> {
             long t0 = System.nanoTime();
             List<LoadRunner.Result> results = LoadRunner.run("reference (1 engine)", single.server().baseUri(), MODEL,
                     prompts, maxTokens, clients, err);
-            return new DemoReport.Run("single", "none", false, (System.nanoTime() - t0) / 1e6, results, List.of());
+            return new DemoReport.Run("single", "none", false, (System.nanoTime() - t0) / 1e6, results, List.of(),
+                    DemoReport.loadAverage());
         } finally {
             cleanup.reference = null;
         }
@@ -188,7 +193,8 @@ public final class DemoCommand implements Callable<Integer> {
                     metrics.add(kvMetrics(http, m));
                 }
             }
-            return new DemoReport.Run(name, proxyFlow.name().toLowerCase(Locale.ROOT), layerWise, wall, results, metrics);
+            return new DemoReport.Run(name, proxyFlow.name().toLowerCase(Locale.ROOT), layerWise, wall, results, metrics,
+                    DemoReport.loadAverage());
         } finally {
             cleanup.fleet = null;
         }

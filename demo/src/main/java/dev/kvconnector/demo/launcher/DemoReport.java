@@ -1,5 +1,7 @@
 package dev.kvconnector.demo.launcher;
 
+import static dev.kvconnector.demo.launcher.SvgCharts.escape;
+
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
@@ -13,8 +15,9 @@ import java.util.TreeMap;
 
 /**
  * The demo's numbers, built once from the runs and written three ways: {@link #json()} ({@code demo.json}),
- * {@link #text()} (the terminal) and {@link #html()} ({@code demo.html}, hand-written inline SVG charts).
- * Times are in ms, per-layer transfer latencies in µs, sizes in bytes.
+ * {@link #text()} (the terminal) and {@link #html()} ({@code demo.html}, with {@link SvgCharts}). Times are in ms,
+ * per-layer latencies in µs, sizes in bytes. Every sentence comparing runs is worded from the measured numbers,
+ * together with the load average and core count they were measured under.
  */
 final class DemoReport {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -28,9 +31,15 @@ final class DemoReport {
      * @param wallMs the run's duration
      * @param results per request, in prompt order
      * @param instances each engine's {@code GET /kv/metrics} answer after the run, with a {@code name} field added
+     * @param loadAverage the machine's 1-minute load average when the run ended ({@link #loadAverage()})
      */
     record Run(String name, String flow, boolean layerWise, double wallMs, List<LoadRunner.Result> results,
-            List<ObjectNode> instances) {
+            List<ObjectNode> instances, double loadAverage) {
+    }
+
+    /** The machine's 1-minute load average now, or a negative value where the OS does not tell. */
+    static double loadAverage() {
+        return java.lang.management.ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage();
     }
 
     private final ObjectNode root;
@@ -39,19 +48,19 @@ final class DemoReport {
 
     /**
      * @param config the demo's settings, copied into the report as is
+     * @param loadAtStart the 1-minute load average before the first run ({@link #loadAverage()})
      * @param reference the single-instance run every answer is compared with
      * @param runs the XpYd runs
      */
-    DemoReport(ObjectNode config, Run reference, List<Run> runs) {
+    DemoReport(ObjectNode config, double loadAtStart, Run reference, List<Run> runs) {
         this.runs = new ArrayList<>();
         this.runs.add(reference);
         this.runs.addAll(runs);
         this.mismatches = compare(reference, runs);
         root = JSON.createObjectNode();
         root.set("config", config);
-        ObjectNode machine = root.putObject("machine").put("cpus", Runtime.getRuntime().availableProcessors());
-        machine.put("load_average", java.lang.management.ManagementFactory.getOperatingSystemMXBean()
-                .getSystemLoadAverage());
+        root.putObject("machine").put("cpus", Runtime.getRuntime().availableProcessors())
+                .put("load_average_1m_start", round(loadAtStart)).put("load_average_1m_end", round(loadAverage()));
         root.put("tokens_equal", mismatches.isEmpty());
         ArrayNode mm = root.putArray("mismatches");
         mismatches.forEach(mm::add);
@@ -96,7 +105,7 @@ final class DemoReport {
     private static ObjectNode runJson(Run r) {
         ObjectNode o = JSON.createObjectNode().put("name", r.name()).put("flow", r.flow())
                 .put("layer_wise", r.layerWise()).put("wall_ms", round(r.wallMs()))
-                .put("requests", r.results().size());
+                .put("requests", r.results().size()).put("load_average_1m_end", round(r.loadAverage()));
         double[] ttft = r.results().stream().mapToDouble(LoadRunner.Result::ttftMs).sorted().toArray();
         double[] total = r.results().stream().mapToDouble(x -> x.endMs() - x.startMs()).sorted().toArray();
         double[] decode = r.results().stream().mapToDouble(x -> x.endMs() - x.firstTokenMs()).sorted().toArray();
@@ -113,6 +122,7 @@ final class DemoReport {
             Map<String, Long> misses = new TreeMap<>();
             ObjectNode insert = o.putObject("insert_layer_us");
             ObjectNode drop = o.putObject("drop_layer_us");
+            ObjectNode dropWait = o.putObject("drop_wait_us");
             for (ObjectNode m : r.instances()) {
                 JsonNode c = m.path("connector");
                 JsonNode e = m.path("engine");
@@ -125,6 +135,7 @@ final class DemoReport {
                     decodePrefills += e.path("prefill_passes").asLong();
                     e.path("misses").properties().forEach(x -> misses.merge(x.getKey(), x.getValue().asLong(), Long::sum));
                     worst(drop, c.path("drop_layer"));
+                    worst(dropWait, c.path("drop_wait"));
                 } else {
                     worst(insert, c.path("insert_layer"));
                 }
@@ -189,18 +200,27 @@ final class DemoReport {
                 cfg.path("prefill").asInt(), cfg.path("decode").asInt(), cfg.path("requests").asInt(),
                 cfg.path("max_tokens").asInt(), cfg.path("clients").asInt(), cfg.path("model").asText(),
                 cfg.path("store").asText()));
-        sb.append(String.format(Locale.ROOT, "machine: %d cpus, load average %.2f%n%n",
-                root.path("machine").path("cpus").asInt(), root.path("machine").path("load_average").asDouble()));
-        sb.append(String.format(Locale.ROOT, "%-16s %-11s %9s %9s %9s %9s %8s %12s %12s%n", "run", "flow", "ttft p50",
-                "ttft p99", "total p50", "wall s", "hit rate", "insert p50/99", "drop p50/99"));
+        sb.append(String.format(Locale.ROOT, "machine: %d cores, load average (1 min) %.2f before the runs, %.2f after"
+                + "%n%n", cpus(), root.path("machine").path("load_average_1m_start").asDouble(),
+                root.path("machine").path("load_average_1m_end").asDouble()));
+        sb.append(String.format(Locale.ROOT, "%-16s %-11s %9s %9s %9s %9s %6s %8s %14s %14s %16s%n", "run", "flow",
+                "ttft p50", "ttft p99", "total p50", "wall s", "load", "hit rate", "insert p50/99", "copy p50/99",
+                "wait-for-P p50/99"));
         for (JsonNode r : root.path("runs")) {
             boolean xpyd = r.has("hit_rate");
-            sb.append(String.format(Locale.ROOT, "%-16s %-11s %7.0fms %7.0fms %7.0fms %9.1f %8s %12s %12s%n",
+            boolean waited = r.path("drop_wait_us").path("count").asLong() > 0;
+            sb.append(String.format(Locale.ROOT, "%-16s %-11s %7.0fms %7.0fms %7.0fms %9.1f %6.2f %8s %14s %14s %16s%n",
                     r.path("name").asText(), r.path("flow").asText(), r.path("ttft_ms").path("p50").asDouble(),
                     r.path("ttft_ms").path("p99").asDouble(), r.path("total_ms").path("p50").asDouble(),
-                    r.path("wall_ms").asDouble() / 1000, xpyd ? pctText(r.path("hit_rate").asDouble()) : "-",
-                    xpyd ? us(r.path("insert_layer_us")) : "-", xpyd ? us(r.path("drop_layer_us")) : "-"));
+                    r.path("wall_ms").asDouble() / 1000, r.path("load_average_1m_end").asDouble(),
+                    xpyd ? pctText(r.path("hit_rate").asDouble()) : "-", xpyd ? us(r.path("insert_layer_us")) : "-",
+                    xpyd ? us(r.path("drop_layer_us")) : "-", waited ? us(r.path("drop_wait_us")) : "-"));
         }
+        sb.append('\n');
+        for (String f : findings()) {
+            sb.append(f).append('\n');
+        }
+        sb.append(conditions()).append('\n');
         sb.append('\n');
         for (JsonNode r : root.path("runs")) {
             if (r.has("hit_rate")) {
@@ -224,7 +244,22 @@ final class DemoReport {
     }
 
     private static String us(JsonNode l) {
-        return String.format(Locale.ROOT, "%.0f/%.0fus", l.path("p50").asDouble(), l.path("p99").asDouble());
+        return SvgCharts.micros(l.path("p50").asDouble()).replace("µs", "us") + "/"
+                + SvgCharts.micros(l.path("p99").asDouble()).replace("µs", "us");
+    }
+
+    private int cpus() {
+        return root.path("machine").path("cpus").asInt();
+    }
+
+    /** One sentence per XpYd run comparing it with the single engine ({@link ReportWording#findings}). */
+    List<String> findings() {
+        return ReportWording.findings(root);
+    }
+
+    /** What the numbers were measured under ({@link ReportWording#conditions}). */
+    String conditions() {
+        return ReportWording.conditions(root);
     }
 
     static String bytes(long b) {
@@ -238,141 +273,89 @@ final class DemoReport {
     String html() {
         StringBuilder h = new StringBuilder();
         h.append("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>kvctl demo</title><style>"
-                + "body{font-family:sans-serif;margin:2em;max-width:1000px}pre{background:#f4f4f4;padding:1em}"
-                + "h2{margin-top:1.5em}.bad{color:#b00;font-weight:bold}.ok{color:#070;font-weight:bold}</style></head><body>");
+                + "body{font-family:sans-serif;margin:2em;max-width:1000px}pre{background:#f4f4f4;padding:1em;overflow-x:auto}"
+                + "h2{margin-top:1.5em}.bad{color:#b00;font-weight:bold}.ok{color:#070;font-weight:bold}"
+                + ".note{color:#444}</style></head><body>");
         h.append("<h1>kvctl demo: XpYd disaggregated prefill</h1>");
         h.append(tokensEqual() ? "<p class=\"ok\">Every XpYd answer equals the single instance's, token for token.</p>"
                 : "<p class=\"bad\">" + mismatches.size() + " answers differ from the single instance's or failed.</p>");
+        h.append("<h2>What this run measured</h2><ul>");
+        for (String f : findings()) {
+            h.append("<li>").append(escape(f)).append("</li>");
+        }
+        h.append("</ul><p class=\"note\">").append(escape(conditions())).append("</p>");
         h.append("<h2>Where the time goes (mean per request, ms)</h2>");
         List<String> labels = new ArrayList<>();
         List<double[]> stacks = new ArrayList<>();
+        List<SvgCharts.Bar> ttft = new ArrayList<>();
+        double ttftMax = 0;
         for (JsonNode r : root.path("runs")) {
             labels.add(r.path("name").asText());
             stacks.add(new double[] {r.path("ttft_ms").path("mean").asDouble(),
                 r.path("after_first_token_ms").path("mean").asDouble()});
+            ttft.add(new SvgCharts.Bar(r.path("name").asText(), r.path("ttft_ms").path("p50").asDouble(),
+                    r.path("ttft_ms").path("p99").asDouble()));
+            ttftMax = Math.max(ttftMax, r.path("ttft_ms").path("p99").asDouble());
         }
-        h.append(stacked(labels, stacks, new String[] {"until the first token (queue, prefill or KV load)",
+        h.append(SvgCharts.stacked(labels, stacks, new String[] {"until the first token (queue, prefill or KV load)",
             "decode of the other tokens"}));
         h.append("<h2>Time to first token (ms)</h2>");
-        h.append(grouped(labels, root.path("runs"), "ttft_ms", "ms"));
-        List<String> xLabels = new ArrayList<>();
-        List<JsonNode> xRuns = new ArrayList<>();
-        for (JsonNode r : root.path("runs")) {
-            if (r.has("hit_rate")) {
-                xLabels.add(r.path("name").asText() + " insert");
-                xRuns.add(JSON.createObjectNode().set("v", r.path("insert_layer_us")));
-                xLabels.add(r.path("name").asText() + " drop");
-                xRuns.add(JSON.createObjectNode().set("v", r.path("drop_layer_us")));
-            }
-        }
-        h.append("<h2>Per-layer transfer latency (µs, slowest instance)</h2>");
-        h.append(grouped(xLabels, JSON.valueToTree(xRuns), "v", "µs"));
+        h.append(SvgCharts.bars(ttft, SvgCharts.linear(ttftMax, 550, v -> SvgCharts.number(v) + " ms"), 550,
+                v -> SvgCharts.number(Math.rint(v)) + " ms"));
+        h.append("<h2>Per-layer latency (log scale; the slowest instance's p50 and p99)</h2>");
+        h.append("<p class=\"note\">insert: P puts one layer into the store. copy: D reads, checks and scatters one"
+                + " layer. waiting for P: in a layer-wise run D starts before P has stored a layer and polls for it;"
+                + " that wait comes before the copy and is counted apart from it.</p>");
+        h.append(layerChart());
+        double end = 1;
         for (Run r : runs) {
-            h.append("<h2>Timeline: ").append(r.name()).append("</h2>").append(timeline(r));
+            end = Math.max(end, r.results().stream().mapToDouble(LoadRunner.Result::endMs).max().orElse(1));
+        }
+        h.append(String.format(Locale.ROOT, "<h2>Timelines (one scale for every run; the longest ends at %s s)</h2>",
+                SvgCharts.number(Math.rint(end) / 1000)));
+        for (Run r : runs) {
+            List<SvgCharts.Span> spans = r.results().stream().map(x -> new SvgCharts.Span(x.index(), x.promptBytes(),
+                    x.startMs(), x.firstTokenMs(), x.endMs())).toList();
+            h.append("<h3>").append(escape(r.name())).append(" (").append(SvgCharts.micros(r.wallMs() * 1000))
+                    .append(")</h3>").append(SvgCharts.timeline(spans, end));
         }
         h.append("<h2>Summary</h2><pre>").append(escape(text())).append("</pre>");
         h.append("<p>Raw numbers: demo.json.</p></body></html>\n");
         return h.toString();
     }
 
-    private static final String[] COLORS = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759"};
-
-    private static String stacked(List<String> labels, List<double[]> stacks, String[] parts) {
-        double max = stacks.stream().mapToDouble(s -> Arrays.stream(s).sum()).max().orElse(1);
-        int rowH = 28;
-        int left = 150;
-        int width = 600;
-        StringBuilder s = new StringBuilder();
-        int height = labels.size() * rowH + 40;
-        s.append(String.format(Locale.ROOT, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\">",
-                left + width + 120, height));
-        for (int i = 0; i < labels.size(); i++) {
-            int y = i * rowH + 5;
-            s.append(String.format(Locale.ROOT, "<text x=\"0\" y=\"%d\" font-size=\"13\">%s</text>", y + 15,
-                    escape(labels.get(i))));
-            double x = left;
-            for (int k = 0; k < stacks.get(i).length; k++) {
-                double w = max <= 0 ? 0 : stacks.get(i)[k] / max * width;
-                s.append(String.format(Locale.ROOT, "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"20\" fill=\"%s\">"
-                        + "<title>%s: %.1f ms</title></rect>", x, y, w, COLORS[k], escape(parts[k]), stacks.get(i)[k]));
-                x += w;
+    /** P's insert, D's copy and D's wait per XpYd run, p50 and p99 on one log axis in µs. */
+    private String layerChart() {
+        List<SvgCharts.Bar> bars = new ArrayList<>();
+        for (JsonNode r : root.path("runs")) {
+            if (!r.has("hit_rate")) {
+                continue;
             }
-            s.append(String.format(Locale.ROOT, "<text x=\"%.1f\" y=\"%d\" font-size=\"12\">%.0f ms</text>", x + 5,
-                    y + 15, Arrays.stream(stacks.get(i)).sum()));
+            String name = r.path("name").asText();
+            bars.add(bar(name + ": insert (P)", r.path("insert_layer_us")));
+            bars.add(bar(name + ": copy (D)", r.path("drop_layer_us")));
+            if (r.path("drop_wait_us").path("count").asLong() > 0) {
+                bars.add(bar(name + ": waiting for P (D)", r.path("drop_wait_us")));
+            }
         }
-        legend(s, parts, labels.size() * rowH + 25);
-        return s.append("</svg>").toString();
-    }
-
-    private static void legend(StringBuilder s, String[] parts, int y) {
-        int x = 0;
-        for (int k = 0; k < parts.length; k++) {
-            s.append(String.format(Locale.ROOT, "<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"12\" fill=\"%s\"/>"
-                    + "<text x=\"%d\" y=\"%d\" font-size=\"12\">%s</text>", x, y - 10, COLORS[k], x + 16, y,
-                    escape(parts[k])));
-            x += 16 + parts[k].length() * 7 + 20;
-        }
-    }
-
-    /** Horizontal p50 and p99 bars per label, from {@code node[i].field.p50/p99}. */
-    private static String grouped(List<String> labels, JsonNode nodes, String field, String unit) {
+        double min = Double.MAX_VALUE;
         double max = 1;
-        for (JsonNode n : nodes) {
-            max = Math.max(max, n.path(field).path("p99").asDouble());
-        }
-        int left = 200;
-        int width = 550;
-        int rowH = 44;
-        StringBuilder s = new StringBuilder();
-        s.append(String.format(Locale.ROOT, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\">",
-                left + width + 120, labels.size() * rowH + 40));
-        for (int i = 0; i < labels.size(); i++) {
-            JsonNode v = nodes.get(i).path(field);
-            int y = i * rowH + 5;
-            s.append(String.format(Locale.ROOT, "<text x=\"0\" y=\"%d\" font-size=\"13\">%s</text>", y + 22,
-                    escape(labels.get(i))));
-            String[] ps = {"p50", "p99"};
-            for (int k = 0; k < 2; k++) {
-                double val = v.path(ps[k]).asDouble();
-                double w = val / max * width;
-                s.append(String.format(Locale.ROOT, "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"16\" fill=\"%s\"/>"
-                        + "<text x=\"%.1f\" y=\"%d\" font-size=\"11\">%s %.0f %s</text>", left, y + k * 18, w,
-                        COLORS[k], left + w + 4, y + k * 18 + 12, ps[k], val, unit));
+        for (SvgCharts.Bar b : bars) {
+            for (double v : new double[] {b.p50(), b.p99()}) {
+                if (v > 0) {
+                    min = Math.min(min, v);
+                }
+                max = Math.max(max, v);
             }
         }
-        legend(s, new String[] {"p50", "p99"}, labels.size() * rowH + 25);
-        return s.append("</svg>").toString();
+        // Below 1 µs is "no wait at all" (a layer already there counts 1 ns): it sits at the axis's start.
+        SvgCharts.Axis axis = SvgCharts.log(Math.max(1, min == Double.MAX_VALUE ? 1 : min), max, 550,
+                SvgCharts::micros);
+        return SvgCharts.bars(bars, axis, 550, SvgCharts::micros);
     }
 
-    /** One line per request: waiting for the first token, then decoding, on the run's own clock. */
-    private static String timeline(Run r) {
-        double end = r.results().stream().mapToDouble(LoadRunner.Result::endMs).max().orElse(1);
-        int width = 800;
-        int rowH = Math.max(3, Math.min(12, 400 / Math.max(1, r.results().size())));
-        StringBuilder s = new StringBuilder();
-        s.append(String.format(Locale.ROOT, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\">",
-                width + 20, r.results().size() * rowH + 45));
-        for (int i = 0; i < r.results().size(); i++) {
-            LoadRunner.Result x = r.results().get(i);
-            double a = x.startMs() / end * width;
-            double b = Math.max(x.firstTokenMs(), x.startMs()) / end * width;
-            double c = x.endMs() / end * width;
-            int y = i * rowH;
-            s.append(String.format(Locale.ROOT, "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\">"
-                    + "<title>request %d (%d prompt tokens): first token after %.0f ms</title></rect>", a, y,
-                    Math.max(0.5, b - a), rowH - 1, COLORS[0], x.index(), x.promptBytes(), x.ttftMs()));
-            s.append(String.format(Locale.ROOT, "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\">"
-                    + "<title>request %d: decode %.0f ms</title></rect>", b, y, Math.max(0.5, c - b), rowH - 1,
-                    COLORS[1], x.index(), x.endMs() - x.firstTokenMs()));
-        }
-        int y = r.results().size() * rowH + 15;
-        s.append(String.format(Locale.ROOT, "<text x=\"0\" y=\"%d\" font-size=\"11\">0 ms</text>"
-                + "<text x=\"%d\" y=\"%d\" font-size=\"11\" text-anchor=\"end\">%.0f ms</text>", y, width, y, end));
-        legend(s, new String[] {"until the first token", "decode"}, y + 22);
-        return s.append("</svg>").toString();
+    private static SvgCharts.Bar bar(String label, JsonNode l) {
+        return new SvgCharts.Bar(label, l.path("p50").asDouble(), l.path("p99").asDouble());
     }
 
-    private static String escape(String s) {
-        return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("\"", "&quot;");
-    }
 }

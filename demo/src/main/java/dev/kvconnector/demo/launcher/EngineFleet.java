@@ -71,9 +71,27 @@ final class EngineFleet implements AutoCloseable {
 
     private void launch(String name, String role, String store, boolean tiny, boolean layerWise, Path log)
             throws IOException {
-        List<String> cmd = new ArrayList<>(List.of(javaExecutable(), "--enable-native-access=ALL-UNNAMED", "-Xmx512m",
-                "-cp", System.getProperty("java.class.path"), EngineCommand.class.getName(), "--host", "127.0.0.1",
-                "--port", "0", "--role", role, "--store", store,
+        Process p = new ProcessBuilder(command(role, store, tiny, layerWise)).redirectErrorStream(true)
+                .redirectOutput(log.toFile()).start();
+        started.add(new Child(name, p, log));
+    }
+
+    /**
+     * The JVM options of every child engine. A child that runs out of heap exits at once
+     * ({@code -XX:+ExitOnOutOfMemoryError}) instead of serving on half-broken: the fleet then sees it gone and the
+     * demo fails, naming its log.
+     */
+    static List<String> jvmOptions() {
+        return List.of("--enable-native-access=ALL-UNNAMED", "-Xmx512m", "-XX:+ExitOnOutOfMemoryError");
+    }
+
+    /** The command line of one child engine: this JVM's {@code java}, {@link #jvmOptions()}, the engine's flags. */
+    static List<String> command(String role, String store, boolean tiny, boolean layerWise) {
+        List<String> cmd = new ArrayList<>();
+        cmd.add(javaExecutable());
+        cmd.addAll(jvmOptions());
+        cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), EngineCommand.class.getName(), "--host",
+                "127.0.0.1", "--port", "0", "--role", role, "--store", store,
                 // Under load a producer's prompt can take many seconds; a consumer waiting per layer must outlast it.
                 "--layer-timeout-ms", "120000"));
         if (tiny) {
@@ -82,8 +100,7 @@ final class EngineFleet implements AutoCloseable {
         if (layerWise) {
             cmd.add("--layer-wise");
         }
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
-        started.add(new Child(name, p, log));
+        return cmd;
     }
 
     private void awaitReady(Duration timeout) throws IOException, InterruptedException {

@@ -54,6 +54,14 @@ class DemoCommandTest {
             assertTrue(run.has("hit_rate") && run.has("misses"), run.toString());
         }
         assertTrue(report.path("runs").get(2).path("layer_wise").asBoolean());
+        assertTrue(report.path("runs").get(2).path("drop_wait_us").path("count").asLong() > 0,
+                "the layer-wise run counted no wait for P: " + report.path("runs").get(2));
+        assertTrue(report.path("machine").path("load_average_1m_start").isNumber(), report.path("machine").toString());
+        assertTrue(report.path("machine").path("cpus").asInt() > 0);
+        try (var files = Files.list(out)) {
+            assertEquals(List.of("demo.html", "demo.json", "logs"),
+                    files.map(f -> f.getFileName().toString()).sorted().toList(), "a temporary file was left behind");
+        }
         String html = Files.readString(out.resolve("demo.html"));
         assertTrue(html.contains("<svg"), "demo.html has no chart");
         assertTrue(html.contains("Time to first token"));

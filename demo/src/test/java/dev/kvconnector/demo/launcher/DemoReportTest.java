@@ -5,7 +5,11 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 
 /** The report's verdict and numbers, from hand-made results (no processes). */
@@ -18,9 +22,10 @@ class DemoReportTest {
 
     private static DemoReport report(List<LoadRunner.Result> xpyd) {
         DemoReport.Run single = new DemoReport.Run("single", "none", false, 30,
-                List.of(result(0, "ab", List.of(97, 98), null), result(1, "\uFFFD", List.of(200), null)), List.of());
-        return new DemoReport(JSON.createObjectNode(), single,
-                List.of(new DemoReport.Run("xpyd", "v1", false, 30, xpyd, List.of())));
+                List.of(result(0, "ab", List.of(97, 98), null), result(1, "\uFFFD", List.of(200), null)), List.of(),
+                1.0);
+        return new DemoReport(JSON.createObjectNode(), 1.0, single,
+                List.of(new DemoReport.Run("xpyd", "v1", false, 30, xpyd, List.of(), 1.0)));
     }
 
     @Test
@@ -53,5 +58,118 @@ class DemoReportTest {
         assertEquals(5, DemoReport.pct(v, 50));
         assertEquals(10, DemoReport.pct(v, 99));
         assertEquals(0, DemoReport.pct(new double[0], 50));
+    }
+
+    /** An engine's {@code /kv/metrics} answer with the given per-layer latencies (p50, p99, in µs). */
+    private static ObjectNode instance(String name, double[] insert, double[] drop, double[] wait) throws Exception {
+        return (ObjectNode) JSON.readTree(String.format(java.util.Locale.ROOT, """
+                {"name":"%s","engine":{"requests":2,"loaded_prefills":2,"partial_loads":0,"prefill_passes":0,
+                 "misses":{}},"connector":{"inserted_bytes":100,"dropped_bytes":100,
+                 "insert_layer":{"count":4,"p50_us":%f,"p99_us":%f},"drop_layer":{"count":4,"p50_us":%f,"p99_us":%f},
+                 "drop_wait":{"count":%d,"p50_us":%f,"p99_us":%f}}}""", name, insert[0], insert[1], drop[0], drop[1],
+                wait[1] > 0 ? 4 : 0, wait[0], wait[1]));
+    }
+
+    private static List<LoadRunner.Result> results(double scale) {
+        return List.of(new LoadRunner.Result(0, 20, 0, 10 * scale, 50 * scale, "ab", List.of(97, 98), null),
+                new LoadRunner.Result(1, 20, 5 * scale, 30 * scale, 100 * scale, "\uFFFD", List.of(200), null));
+    }
+
+    /** A single run of 100 ms and a layer-wise XpYd run of 1 s whose drop waited up to 1.7 s for P. */
+    private static DemoReport layerWiseReport(double xpydWallMs) throws Exception {
+        ObjectNode config = JSON.createObjectNode().put("prefill", 3).put("decode", 3).put("clients", 4);
+        DemoReport.Run single = new DemoReport.Run("single", "none", false, 100, results(1), List.of(), 0.5);
+        DemoReport.Run xpyd = new DemoReport.Run("xpyd-layerwise", "concurrent", true, xpydWallMs, results(10),
+                List.of(instance("prefill-0", new double[] {20, 50}, new double[] {0, 0}, new double[] {0, 0}),
+                        instance("decode-0", new double[] {0, 0}, new double[] {30, 80},
+                                new double[] {200_000, 1_700_000})), 9.25);
+        return new DemoReport(config, 0.5, single, List.of(xpyd));
+    }
+
+    private static String section(String html, String from, String to) {
+        int a = html.indexOf(from);
+        assertTrue(a >= 0, "no section " + from);
+        return html.substring(a, to == null ? html.length() : html.indexOf(to, a));
+    }
+
+    private static final Pattern BAR = Pattern.compile("<rect x=\"230\" y=\"\\d+\" width=\"([0-9.]+)\"");
+
+    @Test
+    void theLayerChartShowsTheWaitForPApartFromTheCopyOnALogScaleWhereEveryBarIsVisible() throws Exception {
+        DemoReport r = layerWiseReport(1000);
+        String chart = section(r.html(), "Per-layer latency", "Timelines");
+
+        assertTrue(chart.contains("xpyd-layerwise: insert (P)") && chart.contains("xpyd-layerwise: copy (D)")
+                && chart.contains("xpyd-layerwise: waiting for P (D)"), chart);
+        assertTrue(chart.contains("log scale"));
+        List<Double> widths = new ArrayList<>();
+        Matcher m = BAR.matcher(chart);
+        while (m.find()) {
+            widths.add(Double.parseDouble(m.group(1)));
+        }
+        assertEquals(6, widths.size(), chart);
+        // On a linear axis to 1.7 s, a 20 µs bar would be 0.006 px wide.
+        for (double w : widths) {
+            assertTrue(w >= 20, "a bar " + w + " px wide: " + widths);
+        }
+        for (String tick : List.of(">10 µs<", ">100 µs<", ">1 ms<", ">100 ms<", ">10 s<")) {
+            assertTrue(chart.contains(tick), "no tick " + tick);
+        }
+        assertTrue(chart.contains("p99 1.7 s") && chart.contains("p50 20 µs"), chart);
+        assertEquals(1_700_000, r.json().at("/runs/1/drop_wait_us/p99").asDouble());
+        assertEquals(80, r.json().at("/runs/1/drop_layer_us/p99").asDouble());
+        assertTrue(r.text().contains("wait-for-P p50/99") && r.text().contains("200 ms/1.7 s"), r.text());
+    }
+
+    @Test
+    void theTimelinesShareOneScaleWithTicks() throws Exception {
+        String timelines = section(layerWiseReport(1000).html(), "Timelines", "Summary");
+        String[] svgs = timelines.split("<svg ");
+        assertEquals(3, svgs.length, "two timelines");
+        double[] ends = new double[2];
+        Pattern rect = Pattern.compile("<rect x=\"([0-9.]+)\" y=\"\\d+\" width=\"([0-9.]+)\" height=\"\\d+\" fill=\"#\\w+\"><title>request");
+        for (int k = 0; k < 2; k++) {
+            Matcher m = rect.matcher(svgs[k + 1]);
+            while (m.find()) {
+                ends[k] = Math.max(ends[k], Double.parseDouble(m.group(1)) + Double.parseDouble(m.group(2)));
+            }
+            for (String tick : List.of(">0 s<", ">0.2 s<", ">1 s<")) {
+                assertTrue(svgs[k + 1].contains(tick), "timeline " + k + " has no tick " + tick);
+            }
+        }
+        // The single run ends at 100 ms, the XpYd run at 1000 ms: one tenth of the width, on the same axis.
+        double left = 10;
+        assertEquals(0.1, (ends[0] - left) / (ends[1] - left), 0.01, java.util.Arrays.toString(ends));
+        assertTrue(timelines.contains("the longest ends at 1 s"), timelines);
+    }
+
+    @Test
+    void theWordingFollowsTheNumbersAndNamesTheLoadAndCores() throws Exception {
+        DemoReport slower = layerWiseReport(1000);
+        String text = slower.text();
+        int cores = Runtime.getRuntime().availableProcessors();
+        // TTFT p50 (nearest rank): 10 ms single, 100 ms XpYd; the run 0.1 s against 1.0 s.
+        assertTrue(text.contains("time to first token p50 100 ms against 10 ms on the single engine, 900% more time"
+                + " (slower); the whole run 1 s against 100 ms, 900% more time (slower) (in this one run, load"
+                + " average 9.25 at its end, on " + cores + " cores)"), text);
+        assertTrue(slower.html().contains("900% more time (slower)"));
+        assertEquals(cores, slower.json().at("/machine/cpus").asInt());
+        assertEquals(0.5, slower.json().at("/machine/load_average_1m_start").asDouble());
+        assertTrue(slower.json().at("/machine/load_average_1m_end").isNumber());
+        assertEquals(9.25, slower.json().at("/runs/1/load_average_1m_end").asDouble());
+        assertTrue(slower.conditions().contains("measured once, on " + cores + " cores, at load average (1 min) 0.50"
+                + " before the runs"), slower.conditions());
+        assertEquals(cores < 6, slower.conditions().contains("with 6 engines on " + cores + " cores, the engines"
+                + " competed for the CPU"), slower.conditions());
+
+        assertTrue(layerWiseReport(50).text().contains("the whole run 50 ms against 100 ms, 50% less time (faster)"));
+    }
+
+    @Test
+    void relativeDurationsSayLessOrMoreTime() {
+        assertEquals("25% less time (faster)", ReportWording.relative(75, 100));
+        assertEquals("50% more time (slower)", ReportWording.relative(150, 100));
+        assertEquals("the same within 0.5%", ReportWording.relative(100.2, 100));
+        assertEquals("not comparable (a zero duration)", ReportWording.relative(5, 0));
     }
 }
