@@ -41,6 +41,15 @@ public interface ObjectCodec {
     ObjectPlan plan(KeyPlan keys, KVLayout layout, boolean checksums);
 
     /**
+     * Checks, once when a connector is built, that the store at {@code storeUri} (masked) keeps this codec's objects
+     * as the format's other readers expect them. By default every store does.
+     *
+     * @throws KVException {@link ErrorCode#INVALID_ARGUMENT} naming the store and the likely fix
+     */
+    default void requireStore(String storeUri) {
+    }
+
+    /**
      * Checks that {@code codec} lays out the objects that {@code scheme} names.
      *
      * @throws KVException {@link ErrorCode#UNSUPPORTED} naming both, their granularities and the likely fix

@@ -2,6 +2,7 @@ package dev.kvconnector.connector;
 
 import dev.kvconnector.codec.Completion;
 import dev.kvconnector.codec.ObjectCodec;
+import dev.kvconnector.codec.ObjectCodecs;
 import dev.kvconnector.codec.RawLayerCodec;
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.ErrorHandler;
@@ -39,7 +40,9 @@ import org.slf4j.LoggerFactory;
  * a {@link dev.kvconnector.key.KeyScheme} and laid out by an {@link ObjectCodec} of the same granularity (by
  * default {@code kvc-v1} with {@link RawLayerCodec}: one object per layer holding K and V, or the MLA latent, with a
  * 64-byte header carrying the layout fingerprint and a CRC32C); one object for the hidden states; and a manifest
- * written last that makes the chunk visible.
+ * written last that makes the chunk visible. Codecs whose objects hold every layer of a chunk
+ * ({@link Completion#PER_CHUNK}: LMCache chunk objects, vLLM V0) go through {@code ChunkObjectInsertSession} and
+ * {@code ChunkObjectDropSession} instead: no manifest, the chunk object itself makes the chunk visible.
  *
  * <p>Thread-safe: many sessions may run at once. Layer puts run on the connector's I/O threads so they overlap the
  * engine's compute; staging memory comes from a pool (no arena per transfer), registered once with stores that
@@ -59,6 +62,7 @@ public final class StoreConnector implements KVStoreConnector {
     private final KVLayout layout;
     private final KeyScheme scheme;
     private final ObjectCodec codec;
+    private final boolean skipExisting;
     private final boolean ownsStore;
     private final KeyContext keyContext;
     private final DropMode dropMode;
@@ -88,18 +92,17 @@ public final class StoreConnector implements KVStoreConnector {
         this.store = store;
         this.ownsStore = b.store == null;
         this.layout = b.layout;
-        this.scheme = KeySchemes.byName(b.keyScheme);
-        this.codec = b.codec;
+        this.scheme = b.schemeInstance != null ? b.schemeInstance : KeySchemes.byName(b.keyScheme);
+        this.codec = b.codec != null ? b.codec : ObjectCodecs.forScheme(scheme, layout);
         this.errorHandler = b.errorHandler;
-        ObjectCodec.requirePair(scheme, codec);
-        if (codec.completion() != Completion.PER_LAYER) {
-            throw KVException.of(ErrorCode.UNSUPPORTED, "codec " + codec.name() + " completes its objects "
-                    + codec.completion() + "; this connector puts each layer's objects as the layer arrives")
-                    .store(store.uri()).operation("connect")
-                    .hint("use the default pair " + KeySchemes.DEFAULT + " x " + RawLayerCodec.NAME
-                            + "; chunk-object codecs (LMCache, vLLM V0) are reached through their own tools for now")
-                    .build();
+        this.skipExisting = b.skipExisting;
+        if (skipExisting && codec.completion() != Completion.PER_CHUNK) {
+            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "skipExisting needs a codec whose objects hold whole "
+                    + "chunks; codec " + codec.name() + " writes one object per layer, made visible by a manifest")
+                    .store(store.uri()).operation("connect").hint("drop skipExisting, or use an LMCache codec").build();
         }
+        ObjectCodec.requirePair(scheme, codec);
+        codec.requireStore(store.uri());
         this.keyContext = new KeyContext(b.modelId == null ? layout.name() : b.modelId, layout, b.tpRank, b.worldSize,
                 b.chunkTokens);
         this.dropMode = b.dropMode;
@@ -146,7 +149,9 @@ public final class StoreConnector implements KVStoreConnector {
 
     @Override
     public InsertSession beginInsert(RequestTokens request) {
-        return new StoreInsertSession(this, geometry(request, "beginInsert"));
+        ChunkGeometry geo = geometry(request, "beginInsert");
+        return codec.completion() == Completion.PER_CHUNK ? new ChunkObjectInsertSession(this, geo, skipExisting)
+                : new StoreInsertSession(this, geo);
     }
 
     /** {@inheritDoc} Reads every chunk's manifest in one batch call. */
@@ -156,6 +161,14 @@ public final class StoreConnector implements KVStoreConnector {
         int n = geo.chunks.length;
         if (n == 0) {
             return 0;
+        }
+        if (codec.completion() == Completion.PER_CHUNK) {
+            // Formats without a manifest (LMCache, vLLM V0) make a chunk visible with its object.
+            int matched = 0;
+            for (int c = 0; c < n && store.exists(geo.objects.layerKey(c, 0)); c++) {
+                matched = geo.chunks[c].endToken();
+            }
+            return matched;
         }
         long slot = ChunkGeometry.align(ChunkGeometry.MANIFEST_BYTES);
         MemorySegment buf = staging.acquire(n * slot);
@@ -185,7 +198,15 @@ public final class StoreConnector implements KVStoreConnector {
 
     @Override
     public DropResult dropSelect(RequestTokens request, DropTarget target, DropMode mode) {
-        StoreDropSession s = newDrop(request, target, mode, false);
+        ChunkGeometry geo = dropGeometry(request, target);
+        if (codec.completion() == Completion.PER_CHUNK) {
+            ChunkObjectDropSession s = new ChunkObjectDropSession(this, geo, target, mode, false,
+                    layerTimeoutMillis * 1_000_000L, request.totalTokens());
+            s.run();
+            return s.result();
+        }
+        StoreDropSession s = new StoreDropSession(this, geo, target, mode, false, layerTimeoutMillis * 1_000_000L,
+                request.totalTokens());
         s.run();
         return s.result();
     }
@@ -193,16 +214,23 @@ public final class StoreConnector implements KVStoreConnector {
     /** {@inheritDoc} Waits at most the connector's layer timeout overall. */
     @Override
     public DropSession beginDropSelect(RequestTokens request, DropTarget target) {
-        StoreDropSession s = newDrop(request, target, dropMode, true);
+        ChunkGeometry geo = dropGeometry(request, target);
+        if (codec.completion() == Completion.PER_CHUNK) {
+            ChunkObjectDropSession s = new ChunkObjectDropSession(this, geo, target, dropMode, true,
+                    layerTimeoutMillis * 1_000_000L, request.totalTokens());
+            execute(s::run);
+            return s;
+        }
+        StoreDropSession s = new StoreDropSession(this, geo, target, dropMode, true, layerTimeoutMillis * 1_000_000L,
+                request.totalTokens());
         execute(s::run);
         return s;
     }
 
-    private StoreDropSession newDrop(RequestTokens request, DropTarget target, DropMode mode, boolean streaming) {
+    private ChunkGeometry dropGeometry(RequestTokens request, DropTarget target) {
         ChunkGeometry geo = geometry(request, "dropSelect");
         target.layers().check(layout, geo.plan.totalTokens(), "dropSelect", store.uri());
-        return new StoreDropSession(this, geo, target, mode, streaming, layerTimeoutMillis * 1_000_000L,
-                request.totalTokens());
+        return geo;
     }
 
     private ChunkGeometry geometry(RequestTokens request, String op) {
@@ -472,9 +500,11 @@ public final class StoreConnector implements KVStoreConnector {
         private final KVStore store;
         private final String storeUri;
         private final KVLayout layout;
-        private ObjectCodec codec = RawLayerCodec.INSTANCE;
+        private ObjectCodec codec;
         private String modelId;
         private String keyScheme = ConnectorConfiguration.keyScheme();
+        private KeyScheme schemeInstance;
+        private boolean skipExisting;
         private int tpRank;
         private int worldSize = 1;
         private int chunkTokens = ConnectorConfiguration.chunkTokens();
@@ -501,7 +531,10 @@ public final class StoreConnector implements KVStoreConnector {
             return this;
         }
 
-        /** The codec that lays out the key scheme's objects (default {@link RawLayerCodec}, for {@code kvc-v1}). */
+        /**
+         * The codec that lays out the key scheme's objects; by default the one the scheme implies
+         * ({@link ObjectCodecs#forScheme}: {@link RawLayerCodec} for {@code kvc-v1}).
+         */
         public Builder codec(ObjectCodec objectCodec) {
             this.codec = objectCodec;
             return this;
@@ -516,6 +549,22 @@ public final class StoreConnector implements KVStoreConnector {
         /** The key scheme by name (default {@code kvc-v1}). */
         public Builder keyScheme(String name) {
             this.keyScheme = name;
+            this.schemeInstance = null;
+            return this;
+        }
+
+        /** The key scheme itself, for a scheme with settings (LMCache's format, partial chunks and tags). */
+        public Builder keyScheme(KeyScheme scheme) {
+            this.schemeInstance = scheme;
+            return this;
+        }
+
+        /**
+         * Whether an insert skips the chunks whose object is already present when it begins (LMCache's "store only
+         * what is missing"); only for codecs whose objects hold a whole chunk. Default false.
+         */
+        public Builder skipExisting(boolean skip) {
+            this.skipExisting = skip;
             return this;
         }
 
@@ -578,13 +627,13 @@ public final class StoreConnector implements KVStoreConnector {
 
         /** Builds the connector; invalid settings are {@code INVALID_ARGUMENT} errors. */
         public StoreConnector build() {
-            if (ioThreads < -1 || stagingBytes < 1 || layerTimeoutMillis < 0 || ttlMillis < 0 || codec == null
+            if (ioThreads < -1 || stagingBytes < 1 || layerTimeoutMillis < 0 || ttlMillis < 0
                     || errorHandler == null || dropMode == null) {
                 throw KVException.of(ErrorCode.INVALID_ARGUMENT, "connector settings: ioThreads=" + ioThreads
                         + " stagingBytes=" + stagingBytes + " layerTimeoutMillis=" + layerTimeoutMillis + " ttlMillis="
-                        + ttlMillis + " codec=" + codec + " errorHandler=" + errorHandler + " dropMode=" + dropMode
-                        + " (need ioThreads >= 0, stagingBytes >= 1, the rest >= 0, a codec, an error handler and a "
-                        + "drop mode)").build();
+                        + ttlMillis + " errorHandler=" + errorHandler + " dropMode=" + dropMode
+                        + " (need ioThreads >= 0, stagingBytes >= 1, the rest >= 0, an error handler and a drop mode)")
+                        .build();
             }
             if (store != null) {
                 return new StoreConnector(this, store);

@@ -6,16 +6,20 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.kvconnector.codec.Safetensors;
 import dev.kvconnector.codec.SafetensorsObject;
+import dev.kvconnector.codec.VllmV0Codec;
 import dev.kvconnector.codec.VllmV0Object;
 import dev.kvconnector.connector.DropMode;
 import dev.kvconnector.connector.DropResult;
 import dev.kvconnector.connector.DropTarget;
+import dev.kvconnector.connector.InsertSession;
+import dev.kvconnector.connector.LayerSource;
 import dev.kvconnector.connector.MissReason;
-import dev.kvconnector.connector.VllmV0Transfer;
+import dev.kvconnector.connector.StoreConnector;
 import dev.kvconnector.key.ChunkKeys;
 import dev.kvconnector.key.KeyContext;
 import dev.kvconnector.key.KeySchemes;
 import dev.kvconnector.key.RequestTokens;
+import dev.kvconnector.key.VllmV0KeyScheme;
 import dev.kvconnector.layout.AttentionKind;
 import dev.kvconnector.layout.KVLayout;
 import dev.kvconnector.paged.BlockTable;
@@ -65,6 +69,12 @@ public abstract class VllmV0InteropContract {
                 .chunks().getFirst();
     }
 
+    /** The one connector with vLLM V0's key scheme and objects, as vLLM's rank {@code rank} on device {@code deviceId}. */
+    private StoreConnector v0Connector(KVLayout layout, int rank, int deviceId, DropMode mode) {
+        return StoreConnector.builder(store, layout).keyScheme(VllmV0KeyScheme.NAME).codec(VllmV0Codec.of(deviceId))
+                .tensorParallel(rank, rank + 1).dropMode(mode).stagingBytes(64L << 20).build();
+    }
+
     private Tensor hidden(KVLayout layout, int tokens, long seed) {
         TensorSpec s = TensorSpec.of(DType.BF16, tokens, layout.hiddenSize());
         return Tensor.host(s, seed == 0 ? arena.allocate(s.byteSize()) : Segments.random(arena, s.byteSize(), seed));
@@ -75,14 +85,18 @@ public abstract class VllmV0InteropContract {
         int tokens = 10;
         int[] prompt = {5, 6, 7, 8, 9, 10, 11, 12, 13, 14};
         try (PagedKVCache cache = PagedKVCache.allocate(MHA, 6);
-             VllmV0Transfer v0 = new VllmV0Transfer(store, MHA, 1, 3, DropMode.CONSUME, 64L << 20)) {
+             StoreConnector v0 = v0Connector(MHA, 1, 3, DropMode.CONSUME)) {
             for (int l = 0; l < 3; l++) {
                 Segments.fill(cache.tensor(l, 0), l);
                 Segments.fill(cache.tensor(l, 1), 100 + l);
             }
             BlockTable table = new BlockTable(new int[] {4, 0, 2}, 4, tokens);
             Tensor h = hidden(MHA, tokens, 9);
-            v0.insert(RequestTokens.of(prompt), cache, table, h);
+            try (InsertSession s = v0.beginInsert(RequestTokens.of(prompt))) {
+                s.putLayers(LayerSource.paged(cache, table));
+                s.putHidden(h);
+                s.commit();
+            }
 
             ChunkKeys k = vllmKeys(MHA, 1, prompt);
             assertTrue(k.layerKeys()[0].endsWith("_1") && k.hiddenKey().endsWith("_hidden_1"), k.toString());
@@ -131,7 +145,7 @@ public abstract class VllmV0InteropContract {
         store.put(k.hiddenKey(), hObj, PutOptions.DEFAULT);
 
         try (PagedKVCache cache = PagedKVCache.allocate(MLA, 4);
-             VllmV0Transfer v0 = new VllmV0Transfer(store, MLA, 0, 0, DropMode.CONSUME, 64L << 20)) {
+             StoreConnector v0 = v0Connector(MLA, 0, 0, DropMode.CONSUME)) {
             BlockTable table = new BlockTable(new int[] {3, 1}, 4, tokens);
             Tensor gotHidden = hidden(MLA, tokens, 0);
             DropResult r = v0.dropSelect(RequestTokens.of(prompt), DropTarget.paged(cache, table).withHidden(gotHidden));
@@ -155,7 +169,7 @@ public abstract class VllmV0InteropContract {
         int[] prompt = {9, 9, 9, 9};
         ChunkKeys k = vllmKeys(MHA, 0, prompt);
         try (PagedKVCache cache = PagedKVCache.allocate(MHA, 2);
-             VllmV0Transfer v0 = new VllmV0Transfer(store, MHA, 0, 0, DropMode.RETAIN, 64L << 20)) {
+             StoreConnector v0 = v0Connector(MHA, 0, 0, DropMode.RETAIN)) {
             DropTarget target = DropTarget.paged(cache, new BlockTable(new int[] {0}, 4, 4));
             assertEquals(MissReason.ABSENT, v0.dropSelect(RequestTokens.of(prompt), target).reason());
 
@@ -169,7 +183,7 @@ public abstract class VllmV0InteropContract {
             store.put(k.hiddenKey(), hObj, PutOptions.DEFAULT);
             assertEquals(MissReason.LAYOUT_MISMATCH, v0.dropSelect(RequestTokens.of(prompt), target).reason());
 
-            TensorSpec right = v0.kvSpec(4);
+            TensorSpec right = VllmV0Codec.kvSpec(MHA, 4);
             MemorySegment junk = Segments.random(arena, VllmV0Object.encodedSize(right), 5);
             store.put(k.layerKeys()[0], junk, PutOptions.DEFAULT);
             DropResult corrupt = v0.dropSelect(RequestTokens.of(prompt), target);

@@ -27,9 +27,10 @@ import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
 /**
- * Prints the store keys of a prompt. {@code vllm-v0}: the KV key, then the hidden-state key. {@code lmcache-v0}:
- * one key per chunk. {@code vllm-v1}: one key per full block, in block order, and nothing else. {@code kvc-v1}: one
- * line per chunk with the chunk's key prefix and its token range.
+ * Prints the store keys of a prompt. {@code vllm-v0}: the KV key, then the hidden-state key. {@code lmcache-v0},
+ * {@code lmcache-v1}: one key per chunk (v1 keys end with the layout's dtype). {@code vllm-v1}: one key per full
+ * block, in block order, and nothing else. {@code kvc-v1}: one line per chunk with the chunk's key prefix and its
+ * token range.
  *
  * <p>Bad input (a block size below 1, a TP rank outside the TP size, a model id ending in {@code /}, an unknown
  * hash, an empty hash seed, a vllm-v1 option given to another scheme) is a usage error, exit code 2, naming the
@@ -50,15 +51,16 @@ final class KeyCommand implements Callable<Integer> {
     boolean help;
 
     @Option(names = "--scheme", defaultValue = KeySchemes.DEFAULT,
-            description = "vllm-v1, vllm-v0, lmcache-v0 or kvc-v1 (default)")
+            description = "vllm-v1, vllm-v0, lmcache-v0, lmcache-v1 or kvc-v1 (default)")
     String scheme;
 
     @Option(names = "--model", defaultValue = "model",
-            description = "Model id (lmcache-v0, kvc-v1; vllm-v1 keys its last path part)")
+            description = "Model id (lmcache-v0, lmcache-v1, kvc-v1; vllm-v1 keys its last path part)")
     String model;
 
     @Option(names = "--layout", defaultValue = "llama3-8b",
-            description = "Layout preset bound into kvc-v1 keys; for vllm-v1 an MLA preset (deepseek-v3-mla) means MLA")
+            description = "Layout preset bound into kvc-v1 keys (its dtype into lmcache-v1 keys); for vllm-v1 an MLA "
+                    + "preset (deepseek-v3-mla) means MLA")
     String layout;
 
     @Option(names = {"--tp-rank", "--worker-id"}, defaultValue = "0", description = "TP rank (LMCache worker id)")

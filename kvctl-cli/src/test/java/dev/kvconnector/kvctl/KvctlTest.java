@@ -116,6 +116,15 @@ class KvctlTest {
     }
 
     @Test
+    void keyPrintsLmcacheV1KeysWithTheSameChunkHashesAndTheLayoutsDtype() {
+        Run r = kvctl("key", "--scheme", "lmcache-v1", "--model", "test/model", "--chunk-size", "4", "--tokens",
+                "0,1,2,3,4,5,6,7");
+        assertEquals(0, r.code(), r.err());
+        assertEquals("test/model@1@0@a1e03200f1f82ad2c1cec8795c271aaecf98f5aa2d151d2229ec5fa0c177cf77@bfloat16\n"
+                + "test/model@1@0@b7ba39079729733940d601469f53c311e28249df7c29f60ac422ae74a40705cb@bfloat16\n", r.out());
+    }
+
+    @Test
     void objectsRoundTripThroughAnLmcacheServerAndDoctorNotesTheMissingDelete(@TempDir Path dir) throws IOException {
         LmCacheServer server = LmCacheServer.builder().protocol(LmProtocolVersion.V1).capacityBytes(64L << 20).build()
                 .start();

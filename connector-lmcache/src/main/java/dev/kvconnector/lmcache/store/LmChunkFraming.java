@@ -73,7 +73,7 @@ final class LmChunkFraming {
 
     private String hint() {
         return "LMCache layout stores hold chunk objects: an " + metadataBytes + "-byte RemoteMetadata (int32 LE "
-                + "length, fmt, then dtype and 4 shape ints per group) followed by the KV bytes, as LmCacheConnector "
+                + "length, fmt, then dtype and 4 shape ints per group) followed by the KV bytes, as the LMCache codec "
                 + "writes them; use the plain store URI for other values";
     }
 }

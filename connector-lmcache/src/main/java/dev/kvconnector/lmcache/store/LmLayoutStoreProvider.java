@@ -7,7 +7,8 @@ import java.util.Set;
 
 /**
  * Opens the LMCache layouts over other stores: {@code lmcache+valkey://} and its variants
- * ({@link LmValkeyLayoutStore}) and {@code lmcache+mooncake://} ({@link LmMooncakeLayoutStore}). Registered for
+ * ({@link LmValkeyLayoutStore}), {@code lmcache+mooncake://} ({@link LmMooncakeLayoutStore}) and {@code lmcache+lm://}
+ * ({@link LmServerLayoutStore}). Registered for
  * {@link java.util.ServiceLoader}.
  */
 public final class LmLayoutStoreProvider implements KVStoreProvider {
@@ -18,12 +19,15 @@ public final class LmLayoutStoreProvider implements KVStoreProvider {
     @Override
     public Set<String> schemes() {
         return Set.of("lmcache+valkey", "lmcache+redis", "lmcache+valkeys", "lmcache+rediss",
-                "lmcache+valkey+cluster", "lmcache+redis+cluster", "lmcache+mooncake");
+                "lmcache+valkey+cluster", "lmcache+redis+cluster", "lmcache+mooncake", "lmcache+lm");
     }
 
     @Override
     public KVStore open(StoreUri uri) {
-        return "mooncake".equals(InnerStoreUri.innerScheme(uri)) ? LmMooncakeLayoutStore.open(uri)
-                : LmValkeyLayoutStore.open(uri);
+        return switch (InnerStoreUri.innerScheme(uri)) {
+            case "mooncake" -> LmMooncakeLayoutStore.open(uri);
+            case "lm" -> LmServerLayoutStore.open(uri);
+            default -> LmValkeyLayoutStore.open(uri);
+        };
     }
 }

@@ -14,7 +14,7 @@ import java.util.Set;
 /**
  * {@code lmcache+mooncake://}: LMCache v1's {@code mooncakestore://} layout over the {@code mooncake://} store of
  * connector-mooncake. The Mooncake object key is the chunk key string itself, and the object is the RemoteMetadata
- * followed by the KV bytes, exactly the chunk object {@code LmCacheConnector} writes, so this store stores it as
+ * followed by the KV bytes, exactly the chunk object {@code LmChunkCodec} lays out, so this store stores it as
  * one object and checks the framing both ways: a put of anything else is {@code INVALID_ARGUMENT}, and an object
  * read back whose metadata disagrees with its size is {@code CORRUPT_OBJECT}.
  *

@@ -18,7 +18,7 @@ import java.util.Set;
  * {@code valkey://} store of connector-valkey, so that kvconnector and LMCache instances share one cache.
  *
  * <p>A value is an LMCache chunk object, its RemoteMetadata followed by the KV bytes (what
- * {@code LmCacheConnector} writes). The store splits it over two keys per chunk key {@code K}:
+ * {@code LmChunkCodec} lays out). The store splits it over two keys per chunk key {@code K}:
  * <table>
  *   <caption>keys per layout</caption>
  *   <tr><th>layout=</th><th>KV bytes</th><th>metadata</th><th>LMCache writer</th></tr>

@@ -42,9 +42,9 @@ class LmCachePrefixReuseTest {
         return t;
     }
 
-    private static LmCacheConnector engine(KVStore store) {
-        return LmCacheConnector.builder(store, LAYOUT).modelId("meta-llama/Llama-tiny").chunkTokens(CHUNK)
-                .stagingBytes(8L << 20).build();
+    private static LmEngine engine(KVStore store) {
+        return LmEngine.of(store, LAYOUT, b -> b.modelId("meta-llama/Llama-tiny").chunkTokens(CHUNK)
+                .stagingBytes(8L << 20));
     }
 
     /**
@@ -57,8 +57,8 @@ class LmCachePrefixReuseTest {
         int expected = shared / CHUNK * CHUNK;
         try (KVStore storeA = KVStores.open(uri);
              KVStore storeB = KVStores.open(uri);
-             LmCacheConnector a = engine(storeA);
-             LmCacheConnector b = engine(storeB);
+             LmEngine a = engine(storeA);
+             LmEngine b = engine(storeB);
              PagedEngine engineA = PagedEngine.filled(LAYOUT, 150, 21);
              PagedEngine engineB = PagedEngine.empty(LAYOUT, 170, 22)) {
             assertEquals(5, a.insert(RequestTokens.of(p1), engineA.cache, engineA.blocks), "4 whole chunks and 22");
@@ -67,7 +67,7 @@ class LmCachePrefixReuseTest {
             DropResult r = b.dropSelect(q, engineB.cache, engineB.blocks);
             if (expected == 0) {
                 assertEquals(MissReason.ABSENT, r.reason());
-                assertTrue(r.detail().contains(b.keys(q).getFirst().key()), r.detail());
+                assertTrue(r.detail().contains(b.keys(q).getFirst()), r.detail());
             } else {
                 assertEquals(expected, r.matchedTokens(), r.toString());
                 assertFalse(r.isComplete());
@@ -98,7 +98,7 @@ class LmCachePrefixReuseTest {
     @Test
     void the2024FormatsAreRefusedOverTheV1Layouts() {
         try (KVStore store = KVStores.open(MooncakeDouble.uri("lmcache+mooncake", MooncakeDouble.freshMaster()))) {
-            KVException e = assertThrows(KVException.class, () -> LmCacheConnector.builder(store, LAYOUT)
+            KVException e = assertThrows(KVException.class, () -> LmCacheConnectors.builder(store, LAYOUT)
                     .modelId("m").format(LmChunkFormat.V0_VLLM).build());
             assertEquals(ErrorCode.INVALID_ARGUMENT, e.code());
             assertTrue(e.getMessage().contains("RemoteMetadata"), e.getMessage());

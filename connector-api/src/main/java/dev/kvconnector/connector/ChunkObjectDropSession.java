@@ -1,0 +1,376 @@
+package dev.kvconnector.connector;
+
+import dev.kvconnector.codec.Completion;
+import dev.kvconnector.codec.ObjectPlan;
+import dev.kvconnector.codec.TensorPlacement;
+import dev.kvconnector.error.ErrorCode;
+import dev.kvconnector.error.KVException;
+import dev.kvconnector.key.ChunkKeys;
+import dev.kvconnector.store.GetResult;
+import dev.kvconnector.store.KVStore;
+import dev.kvconnector.tensor.DType;
+import dev.kvconnector.tensor.Tensor;
+import dev.kvconnector.tensor.TensorSpec;
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.locks.ReentrantLock;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The {@link DropSession} of a {@link StoreConnector} whose codec completes its objects {@link Completion#PER_CHUNK}:
+ * each chunk's object is read once into pooled staging (one batch call), checked by the codec, and then every layer
+ * is scattered from the objects into a host sink, layer by layer, so that {@link #awaitLayer} returns as each layer
+ * lands. The longest present prefix is loaded: an absent, damaged or mismatched first chunk is a miss with its
+ * reason, a later one ends the prefix before it (with a warning unless it is merely absent). Layer-wise, each chunk
+ * object is polled for (backing off from 10 us to 1 ms) until the connector's layer timeout, since it appears only
+ * once the producer's last layer is in.
+ */
+final class ChunkObjectDropSession implements DropSession {
+    private static final Logger LOG = LoggerFactory.getLogger(ChunkObjectDropSession.class);
+    private static final long MIN_BACKOFF_NANOS = 10_000;
+    private static final long MAX_BACKOFF_NANOS = 1_000_000;
+
+    private final StoreConnector connector;
+    private final KVStore store;
+    private final ChunkGeometry geo;
+    private final ObjectPlan objects;
+    private final DropTarget target;
+    private final DropMode mode;
+    private final boolean streaming;
+    private final long deadlineNanos;
+    private final int requestedTokens;
+    private final ReentrantLock lock = new ReentrantLock();
+    private final Condition progress = lock.newCondition();
+    private int layersLoaded;
+    private DropResult result;
+    private Throwable failure;
+    private boolean done;
+
+    ChunkObjectDropSession(StoreConnector connector, ChunkGeometry geo, DropTarget target, DropMode mode,
+                           boolean streaming, long timeoutNanos, int requestedTokens) {
+        this.connector = connector;
+        this.store = connector.store();
+        this.geo = geo;
+        this.objects = geo.objects;
+        this.target = target;
+        this.mode = mode;
+        this.streaming = streaming;
+        this.deadlineNanos = System.nanoTime() + timeoutNanos;
+        this.requestedTokens = requestedTokens;
+    }
+
+    /** Runs the load; a failure (not a miss) is kept and rethrown to whoever waits. */
+    void run() {
+        DropResult r = null;
+        Throwable f = null;
+        try {
+            r = load();
+        } catch (Throwable t) {
+            f = t;
+        }
+        lock.lock();
+        try {
+            result = r;
+            failure = f;
+            done = true;
+            progress.signalAll();
+        } finally {
+            lock.unlock();
+        }
+        if (r != null) {
+            connector.metricsRecorder().recordResult(r);
+            if (!r.isHit()) {
+                LOG.debug("drop-select missed on {}: {} ({})", store.uri(), r.reason(), r.detail());
+            }
+        } else {
+            LOG.warn("drop-select failed on {}: {}", store.uri(), f.toString());
+        }
+    }
+
+    private DropResult load() {
+        int chunks = geo.chunks.length;
+        if (chunks == 0) {
+            return DropResult.miss(requestedTokens, MissReason.ABSENT, "the key scheme planned no chunks (a request "
+                    + "shorter than one chunk, with partial chunks not kept)");
+        }
+        if (!(target.layers() instanceof HostLayerSink sink)) {
+            throw KVException.of(ErrorCode.UNSUPPORTED, "chunk objects of " + objects.keys().scheme() + " hold every "
+                    + "layer and are scattered from host memory; this drop target's sink is not in host memory")
+                    .store(store.uri()).operation("dropSelect")
+                    .hint("drop-select into a host paged cache or host tensors, or use the kvc-v1 key scheme").build();
+        }
+        if (target.hidden() != null && objects.hiddenKey(0) == null) {
+            return DropResult.miss(requestedTokens, MissReason.ABSENT, "key scheme " + objects.keys().scheme()
+                    + " keeps no hidden states");
+        }
+        MemorySegment staging = connector.staging().acquire(geo.layerStagingBytes);
+        try {
+            long start = System.nanoTime();
+            Outcome read = readChunks(staging, chunks);
+            if (read.miss != null) {
+                return read.miss;
+            }
+            int loaded = read.chunks;
+            long layerStart = start;
+            for (int layer = 0; layer < connector.layout().numLayers(); layer++) {
+                long bytes = scatterLayer(sink, staging, layer, loaded);
+                connector.metricsRecorder().recordDropLayer(System.nanoTime() - layerStart, bytes);
+                layerStart = System.nanoTime();
+                lock.lock();
+                try {
+                    layersLoaded = layer + 1;
+                    progress.signalAll();
+                } finally {
+                    lock.unlock();
+                }
+            }
+            if (target.hidden() != null) {
+                DropResult miss = readHidden(loaded);
+                if (miss != null) {
+                    return miss;
+                }
+            }
+            if (mode == DropMode.CONSUME) {
+                consume(loaded);
+            }
+            return DropResult.hit(geo.chunks[loaded - 1].endToken(), requestedTokens);
+        } finally {
+            connector.staging().release(staging);
+        }
+    }
+
+    /** The chunks read and valid from the first, or the first chunk's miss. */
+    private record Outcome(int chunks, DropResult miss) {
+    }
+
+    private Outcome readChunks(MemorySegment staging, int chunks) {
+        String[] keys = new String[chunks];
+        MemorySegment[] dsts = new MemorySegment[chunks];
+        long[] results = new long[chunks];
+        for (int c = 0; c < chunks; c++) {
+            keys[c] = objects.layerKey(c, 0);
+            dsts[c] = staging.asSlice(geo.layerOffsets[c], geo.layerObjectBytes[c]);
+        }
+        String[] corrupt = new String[chunks];
+        try {
+            store.getIntoBatch(keys, dsts, chunks, results);
+        } catch (KVException e) {
+            if (e.code() != ErrorCode.CORRUPT_OBJECT) {
+                throw e;
+            }
+            readOneByOne(keys, dsts, results, corrupt);
+        }
+        for (int c = 0; c < chunks; c++) {
+            long r = results[c];
+            if (GetResult.isMiss(r) && streaming && corrupt[c] == null) {
+                r = getWaiting(keys[c], dsts[c]);
+            }
+            DropResult miss = corrupt[c] != null ? DropResult.miss(requestedTokens, MissReason.CORRUPT, corrupt[c])
+                    : check(c, keys[c], dsts[c], r);
+            if (miss == null) {
+                continue;
+            }
+            if (c == 0) {
+                return new Outcome(0, miss);
+            }
+            if (miss.reason() != MissReason.ABSENT) {
+                LOG.warn("chunk {} of tokens [{}, {}) not loaded, the prefix ends before it: {}", keys[c],
+                        geo.chunks[c].startToken(), geo.chunks[c].endToken(), miss.detail());
+            }
+            return new Outcome(c, null);
+        }
+        return new Outcome(chunks, null);
+    }
+
+    /** After a batch that a store refused as corrupt: each key alone, so that the chunks before the bad one load. */
+    private void readOneByOne(String[] keys, MemorySegment[] dsts, long[] results, String[] corrupt) {
+        for (int c = 0; c < keys.length; c++) {
+            try {
+                results[c] = store.getInto(keys[c], dsts[c]);
+            } catch (KVException e) {
+                if (e.code() != ErrorCode.CORRUPT_OBJECT) {
+                    throw e;
+                }
+                results[c] = GetResult.MISS;
+                corrupt[c] = e.getMessage();
+            }
+        }
+    }
+
+    private DropResult check(int c, String key, MemorySegment dst, long r) {
+        ChunkKeys ck = geo.chunks[c];
+        String what = "chunk object " + key + " (tokens [" + ck.startToken() + ", " + ck.endToken() + "))";
+        if (GetResult.isMiss(r)) {
+            return DropResult.miss(requestedTokens, streaming ? MissReason.TIMED_OUT : MissReason.ABSENT,
+                    streaming ? what + " did not arrive within " + connector.layerTimeoutMillis() + " ms"
+                            : "no " + what);
+        }
+        if (GetResult.isTooSmall(r)) {
+            return DropResult.miss(requestedTokens, MissReason.LAYOUT_MISMATCH, what + " holds "
+                    + GetResult.requiredSize(r) + " bytes, the layout expects " + dst.byteSize()
+                    + ". Another writer used this model name with a different layout");
+        }
+        int status = objects.validate(c, 0, dst, r);
+        if (status == ObjectPlan.OK) {
+            return null;
+        }
+        return DropResult.miss(requestedTokens, objects.isLayoutMismatch(status) ? MissReason.LAYOUT_MISMATCH
+                : MissReason.CORRUPT, what + ": " + objects.describe(status));
+    }
+
+    /** Scatters layer {@code layer} of the first {@code chunks} objects; returns the bytes moved. */
+    private long scatterLayer(HostLayerSink sink, MemorySegment staging, int layer, int chunks) {
+        long bytes = 0;
+        MemorySegment scratch = null;
+        try {
+            for (int c = 0; c < chunks; c++) {
+                ChunkKeys ck = geo.chunks[c];
+                for (int t = 0; t < geo.tensors; t++) {
+                    TensorPlacement p = objects.placement(c, layer, t);
+                    long base = geo.layerOffsets[c] + p.offset();
+                    bytes += p.bytes();
+                    if (p.isContiguous()) {
+                        sink.scatter(layer, t, staging, base, ck.startToken(), ck.endToken());
+                        continue;
+                    }
+                    if (scratch == null) {
+                        scratch = connector.staging().acquire(maxTensorBytes(chunks));
+                    }
+                    StridedCopy.fromPlacement(staging, base, p, scratch);
+                    sink.scatter(layer, t, scratch, 0, ck.startToken(), ck.endToken());
+                }
+            }
+        } finally {
+            if (scratch != null) {
+                connector.staging().release(scratch);
+            }
+        }
+        return bytes;
+    }
+
+    private long maxTensorBytes(int chunks) {
+        long max = 0;
+        for (int c = 0; c < chunks; c++) {
+            max = Math.max(max, geo.chunks[c].tokens() * geo.tokenBytes);
+        }
+        return max;
+    }
+
+    private DropResult readHidden(int chunks) {
+        Tensor hidden = target.hidden();
+        TensorSpec hs = hidden.spec();
+        int hiddenSize = connector.layout().hiddenSize();
+        if (hs.rank() != 2 || hs.dim(1) != hiddenSize || hs.dim(0) < geo.chunks[chunks - 1].endToken()) {
+            throw KVException.of(ErrorCode.SHAPE_MISMATCH, "hidden target " + hs + " cannot hold "
+                    + geo.chunks[chunks - 1].endToken() + " x " + hiddenSize).store(store.uri())
+                    .operation("dropSelect").build();
+        }
+        DType dtype = hs.dtype();
+        long rowBytes = (long) hiddenSize * dtype.byteWidth();
+        for (int c = 0; c < chunks; c++) {
+            long size = objects.hiddenObjectBytes(c, dtype);
+            MemorySegment staging = connector.staging().acquire(size);
+            try {
+                MemorySegment object = staging.asSlice(0, size);
+                String key = objects.hiddenKey(c);
+                long r = streaming ? getWaiting(key, object) : store.getInto(key, object);
+                if (GetResult.isMiss(r) || GetResult.isTooSmall(r)) {
+                    return DropResult.miss(requestedTokens, GetResult.isMiss(r) ? MissReason.ABSENT
+                            : MissReason.LAYOUT_MISMATCH, "hidden-state object " + key + (GetResult.isMiss(r)
+                            ? " is absent" : " holds " + GetResult.requiredSize(r) + " bytes, expected " + size));
+                }
+                int status = objects.validateHidden(c, dtype, object, r);
+                if (status != ObjectPlan.OK) {
+                    return DropResult.miss(requestedTokens, objects.isLayoutMismatch(status)
+                            ? MissReason.LAYOUT_MISMATCH : MissReason.CORRUPT, "hidden-state object " + key + ": "
+                            + objects.describe(status));
+                }
+                MemorySegment.copy(object, objects.hiddenOffset(c), hidden.segment(),
+                        geo.chunks[c].startToken() * rowBytes, geo.chunks[c].tokens() * rowBytes);
+            } finally {
+                connector.staging().release(staging);
+            }
+        }
+        return null;
+    }
+
+    /** Polls until the key appears or the deadline passes, backing off from 10 us to 1 ms. */
+    private long getWaiting(String key, MemorySegment dst) {
+        long backoff = MIN_BACKOFF_NANOS;
+        while (true) {
+            long r = store.getInto(key, dst);
+            if (!GetResult.isMiss(r) || System.nanoTime() - deadlineNanos >= 0) {
+                return r;
+            }
+            LockSupport.parkNanos(backoff);
+            backoff = Math.min(MAX_BACKOFF_NANOS, backoff * 2);
+        }
+    }
+
+    private void consume(int chunks) {
+        String[] keys = new String[2 * chunks];
+        int k = 0;
+        for (int c = 0; c < chunks; c++) {
+            keys[k++] = objects.layerKey(c, 0);
+            if (objects.hiddenKey(c) != null) {
+                keys[k++] = objects.hiddenKey(c);
+            }
+        }
+        connector.removeOrKeep(keys, k, "drop-select", true);
+    }
+
+    @Override
+    public boolean awaitLayer(int layer) {
+        lock.lock();
+        try {
+            while (layersLoaded <= layer && !done) {
+                progress.awaitUninterruptibly();
+            }
+            if (layersLoaded > layer) {
+                return true;
+            }
+            rethrowFailure();
+            return false;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    @Override
+    public DropResult result() {
+        lock.lock();
+        try {
+            while (!done) {
+                progress.awaitUninterruptibly();
+            }
+            rethrowFailure();
+            return result;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private void rethrowFailure() {
+        if (failure instanceof KVException ke) {
+            throw ke;
+        }
+        if (failure != null) {
+            throw KVException.of(ErrorCode.INTERNAL, "drop-select failed: " + failure).store(store.uri())
+                    .operation("dropSelect").cause(failure).build();
+        }
+    }
+
+    @Override
+    public void close() {
+        lock.lock();
+        try {
+            while (!done) {
+                progress.awaitUninterruptibly();
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+}

@@ -1,0 +1,82 @@
+package dev.kvconnector.connector;
+
+import dev.kvconnector.error.ErrorCode;
+import dev.kvconnector.error.KVException;
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.atomic.AtomicReference;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One insert's puts in flight on the connector's I/O threads: counts them, keeps the first failure for commit, and
+ * gives pooled staging back once a put is done. {@link #acquire} waits for these puts when the staging pool is full.
+ */
+final class PendingPuts {
+    private static final Logger LOG = LoggerFactory.getLogger(PendingPuts.class);
+    private final StoreConnector connector;
+    private final AtomicReference<Throwable> failure = new AtomicReference<>();
+    private final Object lock = new Object();
+    private int pending;
+
+    PendingPuts(StoreConnector connector) {
+        this.connector = connector;
+    }
+
+    /** Pooled staging of at least {@code bytes}; when the pool is full, waits for this insert's puts first. */
+    MemorySegment acquire(long bytes) {
+        MemorySegment s = connector.staging().tryAcquire(bytes);
+        if (s != null) {
+            return s;
+        }
+        await();
+        return connector.staging().acquire(bytes);
+    }
+
+    /**
+     * Puts {@code keys}/{@code values} asynchronously, then releases {@code release} (pooled staging, or null when
+     * the caller releases the values' memory after {@link #await}).
+     */
+    void submit(String[] keys, MemorySegment[] values, MemorySegment release) {
+        synchronized (lock) {
+            pending++;
+        }
+        connector.executePut(() -> {
+            try {
+                connector.store().putBatch(keys, values, keys.length, connector.putOptions(), new boolean[keys.length]);
+            } catch (Throwable t) {
+                if (failure.compareAndSet(null, t)) {
+                    LOG.warn("chunk put to {} failed; the insert will abort at commit: {}", connector.endpoint(),
+                            t.toString());
+                }
+            } finally {
+                if (release != null) {
+                    connector.staging().release(release);
+                }
+                synchronized (lock) {
+                    pending--;
+                    lock.notifyAll();
+                }
+            }
+        });
+    }
+
+    /** Waits until every submitted put is done. */
+    void await() {
+        synchronized (lock) {
+            while (pending > 0) {
+                try {
+                    lock.wait();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw KVException.of(ErrorCode.INTERNAL, "interrupted while waiting for chunk puts")
+                            .store(connector.endpoint()).operation("insert").cause(e).build();
+                }
+            }
+        }
+    }
+
+    /** The first put failure, or null. */
+    Throwable failure() {
+        return failure.get();
+    }
+}
