@@ -47,9 +47,6 @@ final class KeyCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;
 
-    @Option(names = {"-h", "--help"}, usageHelp = true, description = "Show this help and exit.")
-    boolean help;
-
     @Option(names = "--scheme", defaultValue = KeySchemes.DEFAULT,
             description = "vllm-v1, vllm-v0, lmcache-v0, lmcache-v1 or kvc-v1 (default)")
     String scheme;

@@ -4,6 +4,7 @@ import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
 import static com.tngtech.archunit.library.dependencies.SlicesRuleDefinition.slices;
 
 import com.tngtech.archunit.core.importer.ImportOption;
+import com.tngtech.archunit.core.importer.Location;
 import com.tngtech.archunit.junit.AnalyzeClasses;
 import com.tngtech.archunit.junit.ArchTest;
 import com.tngtech.archunit.lang.ArchRule;
@@ -11,10 +12,21 @@ import com.tngtech.archunit.lang.ArchRule;
 /**
  * The layering rules of ARCHITECTURE.md, checked over every module on kvctl's class path (kvctl depends on every
  * backend): connector-api depends on no backend, backends do not depend on each other, and the byte-object
- * backends know nothing of tensors or the connector.
+ * backends know nothing of tensors or the connector; the connector and its codecs import nothing of cuda/ and
+ * name no concrete store, and no byte store (memory:, shm:, valkey, mooncake, the LMCache client and server)
+ * imports tensors, layouts, paged caches, codecs or the connector.
  */
-@AnalyzeClasses(packages = "dev.kvconnector", importOptions = ImportOption.DoNotIncludeTests.class)
+@AnalyzeClasses(packages = "dev.kvconnector",
+        importOptions = {ImportOption.DoNotIncludeTests.class, LayeringTest.DoNotIncludeTestJars.class})
 class LayeringTest {
+    /** Leaves out the other modules' test-jars (contract suites, test doubles) that kvctl's tests have on the path. */
+    static final class DoNotIncludeTestJars implements ImportOption {
+        @Override
+        public boolean includes(Location location) {
+            return !location.contains("-tests.jar");
+        }
+    }
+
     private static final String[] API = {"dev.kvconnector.tensor..", "dev.kvconnector.layout..",
         "dev.kvconnector.paged..", "dev.kvconnector.memory..", "dev.kvconnector.key..", "dev.kvconnector.codec..",
         "dev.kvconnector.store..", "dev.kvconnector.connector..", "dev.kvconnector.config..",
@@ -38,5 +50,28 @@ class LayeringTest {
             .that().resideInAnyPackage("dev.kvconnector.valkey..", "dev.kvconnector.mooncake..")
             .should().dependOnClassesThat().resideInAnyPackage("dev.kvconnector.connector..", "dev.kvconnector.paged..",
                     "dev.kvconnector.tensor..")
+            .allowEmptyShould(true);
+
+    @ArchTest
+    static final ArchRule connectorImportsNothingOfCuda = noClasses()
+            .that().resideInAnyPackage("dev.kvconnector.connector..", "dev.kvconnector.codec..")
+            .should().dependOnClassesThat().resideInAnyPackage("dev.kvconnector.cuda..")
+            .allowEmptyShould(true);
+
+    @ArchTest
+    static final ArchRule connectorNamesNoConcreteStore = noClasses()
+            .that().resideInAnyPackage("dev.kvconnector.connector..", "dev.kvconnector.codec..",
+                    "dev.kvconnector.lmcache.connector..", "dev.kvconnector.lmcache.format..")
+            .should().dependOnClassesThat().resideInAnyPackage("dev.kvconnector.store.memory..",
+                    "dev.kvconnector.store.shm..", "dev.kvconnector.lmcache.client..", "dev.kvconnector.lmcache.store..")
+            .allowEmptyShould(true);
+
+    @ArchTest
+    static final ArchRule everyByteStoreKnowsNothingOfTensors = noClasses()
+            .that().resideInAnyPackage("dev.kvconnector.store..", "dev.kvconnector.valkey..",
+                    "dev.kvconnector.mooncake..", "dev.kvconnector.lmcache.client..", "dev.kvconnector.lmcache.server..",
+                    "dev.kvconnector.lmcache.protocol..")
+            .should().dependOnClassesThat().resideInAnyPackage("dev.kvconnector.tensor..", "dev.kvconnector.paged..",
+                    "dev.kvconnector.connector..", "dev.kvconnector.codec..", "dev.kvconnector.layout..")
             .allowEmptyShould(true);
 }
