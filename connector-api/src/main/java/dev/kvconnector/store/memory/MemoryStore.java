@@ -317,7 +317,7 @@ public final class MemoryStore implements KVStore {
     }
 
     /** Marks "no room" from {@link #takeAndReserve}; never freed or written. */
-    private static final MemorySegment FULL = MemorySegment.ofArray(new byte[0]);
+    private static final MemorySegment FULL = MemorySegment.NULL;
 
     /**
      * Reserves a block of {@code blockBytes}: a kept one, or null for the caller to allocate, or {@link #FULL}
