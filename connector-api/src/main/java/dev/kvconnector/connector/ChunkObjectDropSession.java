@@ -12,9 +12,7 @@ import dev.kvconnector.tensor.DType;
 import dev.kvconnector.tensor.Tensor;
 import dev.kvconnector.tensor.TensorSpec;
 import java.lang.foreign.MemorySegment;
-import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.LockSupport;
-import java.util.concurrent.locks.ReentrantLock;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -41,12 +39,7 @@ final class ChunkObjectDropSession implements DropSession {
     private final boolean streaming;
     private final long deadlineNanos;
     private final int requestedTokens;
-    private final ReentrantLock lock = new ReentrantLock();
-    private final Condition progress = lock.newCondition();
-    private int layersLoaded;
-    private DropResult result;
-    private Throwable failure;
-    private boolean done;
+    private final DropProgress progress;
 
     ChunkObjectDropSession(StoreConnector connector, ChunkGeometry geo, DropTarget target, DropMode mode,
                            boolean streaming, long timeoutNanos, int requestedTokens) {
@@ -59,34 +52,12 @@ final class ChunkObjectDropSession implements DropSession {
         this.streaming = streaming;
         this.deadlineNanos = System.nanoTime() + timeoutNanos;
         this.requestedTokens = requestedTokens;
+        this.progress = new DropProgress(connector, streaming);
     }
 
     /** Runs the load; a failure (not a miss) is kept and rethrown to whoever waits. */
     void run() {
-        DropResult r = null;
-        Throwable f = null;
-        try {
-            r = load();
-        } catch (Throwable t) {
-            f = t;
-        }
-        lock.lock();
-        try {
-            result = r;
-            failure = f;
-            done = true;
-            progress.signalAll();
-        } finally {
-            lock.unlock();
-        }
-        if (r != null) {
-            connector.metricsRecorder().recordResult(r);
-            if (!r.isHit()) {
-                LOG.debug("drop-select missed on {}: {} ({})", store.uri(), r.reason(), r.detail());
-            }
-        } else {
-            LOG.warn("drop-select failed on {}: {}", store.uri(), f.toString());
-        }
+        progress.run(this::load);
     }
 
     private DropResult load() {
@@ -118,13 +89,7 @@ final class ChunkObjectDropSession implements DropSession {
                 long bytes = scatterLayer(sink, staging, layer, loaded);
                 connector.metricsRecorder().recordDropLayer(System.nanoTime() - layerStart, bytes);
                 layerStart = System.nanoTime();
-                lock.lock();
-                try {
-                    layersLoaded = layer + 1;
-                    progress.signalAll();
-                } finally {
-                    lock.unlock();
-                }
+                progress.layerLoaded(layer);
             }
             if (target.hidden() != null) {
                 DropResult miss = readHidden(loaded);
@@ -323,54 +288,16 @@ final class ChunkObjectDropSession implements DropSession {
 
     @Override
     public boolean awaitLayer(int layer) {
-        lock.lock();
-        try {
-            while (layersLoaded <= layer && !done) {
-                progress.awaitUninterruptibly();
-            }
-            if (layersLoaded > layer) {
-                return true;
-            }
-            rethrowFailure();
-            return false;
-        } finally {
-            lock.unlock();
-        }
+        return progress.awaitLayer(layer);
     }
 
     @Override
     public DropResult result() {
-        lock.lock();
-        try {
-            while (!done) {
-                progress.awaitUninterruptibly();
-            }
-            rethrowFailure();
-            return result;
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    private void rethrowFailure() {
-        if (failure instanceof KVException ke) {
-            throw ke;
-        }
-        if (failure != null) {
-            throw KVException.of(ErrorCode.INTERNAL, "drop-select failed: " + failure).store(store.uri())
-                    .operation("dropSelect").cause(failure).build();
-        }
+        return progress.result();
     }
 
     @Override
     public void close() {
-        lock.lock();
-        try {
-            while (!done) {
-                progress.awaitUninterruptibly();
-            }
-        } finally {
-            lock.unlock();
-        }
+        progress.awaitDone();
     }
 }

@@ -13,12 +13,8 @@ import dev.kvconnector.tensor.Tensor;
 import dev.kvconnector.tensor.TensorSpec;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.LockSupport;
-import java.util.concurrent.locks.ReentrantLock;
 import java.util.zip.CRC32C;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * The {@link DropSession} of a {@link StoreConnector}. Whole-request, it reads the manifests first and loads the
@@ -30,7 +26,6 @@ import org.slf4j.LoggerFactory;
  * buffers) share the manifests, the miss reasons and the layer-wise wait; apart, each would repeat them.
  */
 final class StoreDropSession implements DropSession {
-    private static final Logger LOG = LoggerFactory.getLogger(StoreDropSession.class);
     private static final long MIN_BACKOFF_NANOS = 10_000;
     private static final long MAX_BACKOFF_NANOS = 1_000_000;
 
@@ -50,12 +45,7 @@ final class StoreDropSession implements DropSession {
     private final long deadlineNanos;
     private final int requestedTokens;
     private final long[] manifestFlags;
-    private final ReentrantLock lock = new ReentrantLock();
-    private final Condition progress = lock.newCondition();
-    private int layersLoaded;
-    private DropResult result;
-    private Throwable failure;
-    private boolean done;
+    private final DropProgress progress;
     /** The sink's transfer while {@link #load()} runs, else null. */
     private SinkTransfer sink;
 
@@ -73,35 +63,13 @@ final class StoreDropSession implements DropSession {
         this.streaming = streaming;
         this.deadlineNanos = System.nanoTime() + timeoutNanos;
         this.requestedTokens = requestedTokens;
+        this.progress = new DropProgress(connector, streaming);
         this.manifestFlags = new long[geo.chunks.length];
     }
 
     /** Runs the load; a failure (not a miss) is kept and rethrown to whoever waits. */
     void run() {
-        DropResult r = null;
-        Throwable f = null;
-        try {
-            r = load();
-        } catch (Throwable t) {
-            f = t;
-        }
-        lock.lock();
-        try {
-            result = r;
-            failure = f;
-            done = true;
-            progress.signalAll();
-        } finally {
-            lock.unlock();
-        }
-        if (r != null) {
-            connector.metricsRecorder().recordResult(r);
-            if (!r.isHit()) {
-                LOG.debug("drop-select missed on {}: {} ({})", store.uri(), r.reason(), r.detail());
-            }
-        } else if (streaming) {
-            connector.onIoError("layer-wise drop-select (its awaitLayer and result throw it) from", f);
-        }
+        progress.run(this::load);
     }
 
     private DropResult load() {
@@ -134,13 +102,7 @@ final class StoreDropSession implements DropSession {
             if (miss != null) {
                 return miss;
             }
-            lock.lock();
-            try {
-                layersLoaded = layer + 1;
-                progress.signalAll();
-            } finally {
-                lock.unlock();
-            }
+            progress.layerLoaded(layer);
         }
         if (streaming) {
             DropResult bad = readManifests(chunks, true);
@@ -476,54 +438,16 @@ final class StoreDropSession implements DropSession {
 
     @Override
     public boolean awaitLayer(int layer) {
-        lock.lock();
-        try {
-            while (layersLoaded <= layer && !done) {
-                progress.awaitUninterruptibly();
-            }
-            if (layersLoaded > layer) {
-                return true;
-            }
-            rethrowFailure();
-            return false;
-        } finally {
-            lock.unlock();
-        }
+        return progress.awaitLayer(layer);
     }
 
     @Override
     public DropResult result() {
-        lock.lock();
-        try {
-            while (!done) {
-                progress.awaitUninterruptibly();
-            }
-            rethrowFailure();
-            return result;
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    private void rethrowFailure() {
-        if (failure instanceof KVException ke) {
-            throw ke;
-        }
-        if (failure != null) {
-            throw KVException.of(ErrorCode.INTERNAL, "drop-select failed: " + failure).store(store.uri())
-                    .operation("dropSelect").cause(failure).build();
-        }
+        return progress.result();
     }
 
     @Override
     public void close() {
-        lock.lock();
-        try {
-            while (!done) {
-                progress.awaitUninterruptibly();
-            }
-        } finally {
-            lock.unlock();
-        }
+        progress.awaitDone();
     }
 }
