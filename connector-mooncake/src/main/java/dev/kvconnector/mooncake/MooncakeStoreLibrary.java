@@ -187,12 +187,7 @@ public final class MooncakeStoreLibrary {
     }
 
     static KVException nativeAccessDenied(IllegalCallerException denied) {
-        return KVException.of(ErrorCode.INVALID_CONFIG, "the JVM denies native access, which the Mooncake binding "
-                        + "needs: " + denied.getMessage())
-                .operation("open").cause(denied)
-                .hint("start java with --enable-native-access=ALL-UNNAMED (class path), or "
-                        + "--enable-native-access=dev.kvconnector.mooncake (module path)")
-                .build();
+        return NativeLibrarySearch.nativeAccessDenied(denied);
     }
 
     private static VarHandle field(String name) {

@@ -7,6 +7,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
 import dev.kvconnector.mooncake.MooncakeLibraryLocation;
+import dev.kvconnector.mooncake.NativeLibrarySearch;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
@@ -194,12 +195,7 @@ public final class TransferEngineLibrary {
     }
 
     static KVException nativeAccessDenied(IllegalCallerException denied) {
-        return KVException.of(ErrorCode.INVALID_CONFIG, "the JVM denies native access, which the transfer engine "
-                        + "binding needs: " + denied.getMessage())
-                .operation("open").cause(denied)
-                .hint("start java with --enable-native-access=ALL-UNNAMED (class path), or "
-                        + "--enable-native-access=dev.kvconnector.mooncake (module path)")
-                .build();
+        return NativeLibrarySearch.nativeAccessDenied(denied);
     }
 
     /** {@code createTransferEngine}: an engine handle, or {@link MemorySegment#NULL}. Strings are C strings. */
