@@ -190,6 +190,9 @@ import org.HdrHistogram.Recorder;
  * each round runs at least {@code requestsPerClient} per client and at least {@code --min-requests} (1000) in all. The
  * goal as judged: {@code ProxyLoadTest 200 --token-ms=100}; it exits 1 when the proxy misses a goal at 200 clients or
  * more.
+ *
+ * <p>Over 400 lines because it is one self-contained program (harness, pacing, rounds, report) whose parts share a
+ * run's state; it is run by hand, and the suite tests only its helpers.
  */
 public final class ProxyLoadTest {
     private static final String MODEL = LoadInstance.MODEL;

@@ -71,6 +71,10 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Thread-safe. {@link #close()} waits for calls in flight (the native client must not be destroyed under a
  * call), releases every registration and destroys the client.
+ *
+ * <p>Over 400 lines because it maps every operation of the store ABI (single and batch puts and gets, leases,
+ * registration, device buffers) with its own error translation; the binding, configuration and staging already live
+ * in their own classes.
  */
 public final class MooncakeStore implements KVStore, RegisteredMemory {
     private static final Logger LOG = LoggerFactory.getLogger(MooncakeStore.class);

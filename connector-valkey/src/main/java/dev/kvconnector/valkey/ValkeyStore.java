@@ -44,6 +44,9 @@ import org.slf4j.LoggerFactory;
  * on every get. size is STRLEN and EXISTS pipelined in one round trip (STRLEN alone answers 0 for a missing
  * key); remove is UNLINK, which frees large values off the server's main thread. Batches are pipelined: every
  * command in one flush, then every reply in order.
+ *
+ * <p>Over 400 lines because each KVStore operation is its own RESP command sequence with its reply checks (single and
+ * pipelined batches, TTL); the protocol itself lives in {@code resp/}.
  */
 public final class ValkeyStore implements KVStore {
     private static final Logger LOG = LoggerFactory.getLogger(ValkeyStore.class);

@@ -82,6 +82,9 @@ import org.slf4j.LoggerFactory;
  * through its copy while the lease is held, {@value #PROP_LOCK_PAUSE_MS} pauses every put while it holds the
  * store lock. Each takes milliseconds.
  *
+ * <p>Over 400 lines because the mapping, lock, allocator, CLOCK eviction, index, leases and crash recovery are still
+ * one class; issue 17 splits them behind this facade.
+ *
  * @see dev.kvconnector.store.shm
  */
 public final class ShmStore implements KVStore {
