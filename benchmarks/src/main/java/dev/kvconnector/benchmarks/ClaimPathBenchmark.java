@@ -18,7 +18,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
-import java.util.zip.CRC32C;
+import dev.kvconnector.memory.WordSum;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -36,12 +36,13 @@ import org.openjdk.jmh.annotations.TearDown;
  * {@code memory:}, the same layer every time (hot), beside the hot floor (one 4 MiB copy).
  *
  * <ul>
- *   <li>{@link #claimGatherCommit}: claim the object in the store, gather K and V into its payload with the CRC32C
- *       fused, stamp the header with that CRC, commit; then remove it (one copy per layer).</li>
- *   <li>{@link #viewScatter}: view the stored object, check its header, scatter K and V out of it with the CRC
- *       fused, compare the CRC, release (one copy per layer).</li>
- *   <li>{@link #stagedGatherPut} and {@link #stagedGetScatter}: today's path for comparison: gather into staging,
- *       a CRC pass, a put that copies; a get that copies into staging, a CRC pass, the scatter.</li>
+ *   <li>{@link #claimGatherCommit}: claim the object in the store, gather K and V into its payload with the
+ *       payload checksum fused, stamp the header with it, commit; then remove it (one copy per layer).</li>
+ *   <li>{@link #viewScatter}: view the stored object, check its header, scatter K and V out of it with the
+ *       checksum fused, compare it, release (one copy per layer).</li>
+ *   <li>{@link #stagedGatherPut} and {@link #stagedGetScatter}: the staged path for comparison: gather into
+ *       staging, a checksum pass, a put that copies; a get that copies into staging, a checksum pass, the
+ *       scatter.</li>
  * </ul>
  */
 @State(Scope.Thread)
@@ -63,7 +64,7 @@ public class ClaimPathBenchmark {
     private long tensorBytes;
     private StoreClaim claim;
     private StoreView view;
-    private final CRC32C crc = new CRC32C();
+    private final WordSum sum = new WordSum();
     private Arena arena;
     private MemorySegment staging;
     private MemorySegment floorSource;
@@ -136,14 +137,14 @@ public class ClaimPathBenchmark {
             throw new IllegalStateException("no room for a claim of " + objectBytes + " bytes");
         }
         MemorySegment obj = claim.segment();
-        crc.reset();
-        source.gather(0, 0, sourceTable, 0, TOKENS, obj, RawTensorFormat.HEADER_BYTES, crc);
-        source.gather(0, 1, sourceTable, 0, TOKENS, obj, RawTensorFormat.HEADER_BYTES + tensorBytes, crc);
-        RawTensorFormat.writeHeaderWithCrc(obj, spec, TOKENS, LAYER.fingerprint(), (int) crc.getValue());
+        sum.reset();
+        source.gather(0, 0, sourceTable, 0, TOKENS, obj, RawTensorFormat.HEADER_BYTES, sum);
+        source.gather(0, 1, sourceTable, 0, TOKENS, obj, RawTensorFormat.HEADER_BYTES + tensorBytes, sum);
+        RawTensorFormat.writeHeaderWithSum(obj, spec, TOKENS, LAYER.fingerprint(), sum.value());
         return claim.commit();
     }
 
-    /** Claim, gather with the fused CRC, stamp, commit, then remove. */
+    /** Claim, gather with the fused checksum, stamp, commit, then remove. */
     @Benchmark
     public boolean claimGatherCommit() {
         boolean committed = claimGatherCommitInto("claimed");
@@ -151,7 +152,7 @@ public class ClaimPathBenchmark {
         return committed;
     }
 
-    /** View, check the header, scatter with the fused CRC, compare, release. */
+    /** View, check the header, scatter with the fused checksum, compare, release. */
     @Benchmark
     public int viewScatter() {
         if (!GetResult.isHit(store.tryView("kept", view))) {
@@ -163,16 +164,16 @@ public class ClaimPathBenchmark {
             if (status != RawTensorFormat.OK) {
                 return status;
             }
-            crc.reset();
-            target.scatter(obj, RawTensorFormat.HEADER_BYTES, 0, 0, targetTable, 0, TOKENS, crc);
-            target.scatter(obj, RawTensorFormat.HEADER_BYTES + tensorBytes, 0, 1, targetTable, 0, TOKENS, crc);
-            return RawTensorFormat.verifyPayloadCrc(obj, (int) crc.getValue());
+            sum.reset();
+            target.scatter(obj, RawTensorFormat.HEADER_BYTES, 0, 0, targetTable, 0, TOKENS, sum);
+            target.scatter(obj, RawTensorFormat.HEADER_BYTES + tensorBytes, 0, 1, targetTable, 0, TOKENS, sum);
+            return RawTensorFormat.verifyPayloadSum(obj, sum.value());
         } finally {
             view.release();
         }
     }
 
-    /** Today's insert of one layer: gather into staging, a CRC pass, a put that copies, then remove. */
+    /** The staged insert of one layer: gather into staging, a checksum pass, a put that copies, then remove. */
     @Benchmark
     public boolean stagedGatherPut() {
         source.gather(0, 0, sourceTable, 0, TOKENS, staging, RawTensorFormat.HEADER_BYTES);
@@ -183,7 +184,7 @@ public class ClaimPathBenchmark {
         return stored;
     }
 
-    /** Today's drop of one layer: a get that copies into staging, a CRC pass, then the scatter. */
+    /** The staged drop of one layer: a get that copies into staging, a checksum pass, then the scatter. */
     @Benchmark
     public int stagedGetScatter() {
         long r = store.getInto("kept", staging);

@@ -14,10 +14,11 @@ import dev.kvconnector.layout.KVLayout;
  * pair of the same {@link Granularity}, checked once by {@link #requirePair}.
  *
  * <p>Formats it describes: kvconnector's raw per-layer objects ({@link RawLayerCodec}: one object per chunk and
- * layer, a 64-byte header with a CRC32C); LMCache chunk objects (one object per chunk holding every layer, in the
- * 2024 {@code vllm}/{@code huggingface} layouts or v1 {@code KV_2LTD}/{@code KV_MLA} with its metadata, where a
- * {@code huggingface} tensor is not contiguous by token: its placement has a head stride); vLLM V0 safetensors (one
- * object per request, planned as one chunk, with a JSON header written once every layer is in).
+ * layer, a 64-byte header with a CRC32C and a payload checksum); LMCache chunk objects (one object per chunk
+ * holding every layer, in the 2024 {@code vllm}/{@code huggingface} layouts or v1 {@code KV_2LTD}/{@code KV_MLA}
+ * with its metadata, where a {@code huggingface} tensor is not contiguous by token: its placement has a head
+ * stride); vLLM V0 safetensors (one object per request, planned as one chunk, with a JSON header written once every
+ * layer is in).
  *
  * <p>Implementations are immutable and thread-safe; {@link #plan} runs once per request.
  */

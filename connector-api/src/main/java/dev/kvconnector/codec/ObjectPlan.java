@@ -41,25 +41,25 @@ public interface ObjectPlan {
     void seal(int chunk, int layer, MemorySegment object);
 
     /**
-     * Whether the plan checksums each layer object's payload with a CRC32C over its tensors in tensor order, so that
-     * a caller may compute it while it copies the tensors in ({@link #sealWithCrc}) or out
-     * ({@link #verifyPayloadCrc}) instead of a second pass over the payload.
+     * Whether the plan checksums each layer object's payload with a {@link dev.kvconnector.memory.WordSum} over its tensors in tensor order, so that
+     * a caller may compute it while it copies the tensors in ({@link #sealWithSum}) or out
+     * ({@link #verifyPayloadSum}) instead of a second pass over the payload.
      */
     boolean fusedChecksum();
 
     /**
-     * {@link #seal} with the payload's CRC32C that the caller computed while it copied the tensors in, in tensor
+     * {@link #seal} with the payload's checksum that the caller computed while it copied the tensors in, in tensor
      * order; only when {@link #fusedChecksum()}.
      */
-    void sealWithCrc(int chunk, int layer, MemorySegment object, int payloadCrc32c);
+    void sealWithSum(int chunk, int layer, MemorySegment object, int payloadSum);
 
     /**
      * The payload check of {@link #validate} for a caller that checked the header with {@link #validateHeader} and
-     * computed the payload's CRC32C while it copied the tensors out, in tensor order.
+     * computed the payload's checksum while it copied the tensors out, in tensor order.
      *
      * @return {@link #OK} (also for an object written without a checksum) or a negative status
      */
-    int verifyPayloadCrc(int chunk, int layer, MemorySegment header, int payloadCrc32c);
+    int verifyPayloadSum(int chunk, int layer, MemorySegment header, int payloadSum);
 
     /**
      * Writes the header of an object whose payload the CPU cannot read (gathered in device memory and put from

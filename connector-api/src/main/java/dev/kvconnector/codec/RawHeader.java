@@ -11,16 +11,16 @@ import dev.kvconnector.tensor.TensorSpec;
  * @param tokens the token count the object covers, or 0
  * @param layoutFingerprint the writer's {@code KVLayout.fingerprint()}, or 0
  * @param payloadBytes payload size in bytes
- * @param flags the flag bits ({@link RawTensorFormat#FLAG_NO_CRC})
- * @param payloadCrc the stored CRC32C of the payload, 0 without checksum
+ * @param flags the flag bits ({@link RawTensorFormat#FLAG_NO_CHECKSUM})
+ * @param payloadSum the stored payload checksum ({@code WordSum}), 0 without checksum
  * @param headerCrc the stored CRC32C of header bytes 0..59
  */
 public record RawHeader(int version, TensorSpec spec, int tokens, long layoutFingerprint, long payloadBytes,
-                        int flags, int payloadCrc, int headerCrc) {
+                        int flags, int payloadSum, int headerCrc) {
 
-    /** Whether the payload carries a CRC32C. */
+    /** Whether the payload carries a checksum. */
     public boolean checksummed() {
-        return (flags & RawTensorFormat.FLAG_NO_CRC) == 0;
+        return (flags & RawTensorFormat.FLAG_NO_CHECKSUM) == 0;
     }
 
     /** The object's total size in bytes: header plus payload. */

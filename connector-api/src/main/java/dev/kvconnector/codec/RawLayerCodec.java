@@ -10,8 +10,8 @@ import java.lang.foreign.MemorySegment;
 
 /**
  * kvconnector's own objects: one per chunk and layer, in {@link RawTensorFormat} (a 64-byte header with the layout
- * fingerprint and a CRC32C, then the payload {@code [tensors, chunkTokens, kvHeads, headSize]}: K then V, or the
- * MLA latent, each contiguous); one hidden-state object {@code [chunkTokens, hiddenSize]} per chunk in the same
+ * fingerprint, a header CRC32C and a payload checksum, then the payload
+ * {@code [tensors, chunkTokens, kvHeads, headSize]}: K then V, or the MLA latent, each contiguous); one hidden-state object {@code [chunkTokens, hiddenSize]} per chunk in the same
  * format. Paired with the {@code kvc-v1} key scheme.
  */
 public final class RawLayerCodec implements ObjectCodec {
@@ -114,14 +114,14 @@ public final class RawLayerCodec implements ObjectCodec {
         }
 
         @Override
-        public void sealWithCrc(int chunk, int layer, MemorySegment object, int payloadCrc32c) {
-            RawTensorFormat.writeHeaderWithCrc(object, layerSpecs[chunk], chunks[chunk].tokens(), fingerprint,
-                    payloadCrc32c);
+        public void sealWithSum(int chunk, int layer, MemorySegment object, int payloadSum) {
+            RawTensorFormat.writeHeaderWithSum(object, layerSpecs[chunk], chunks[chunk].tokens(), fingerprint,
+                    payloadSum);
         }
 
         @Override
-        public int verifyPayloadCrc(int chunk, int layer, MemorySegment header, int payloadCrc32c) {
-            return RawTensorFormat.verifyPayloadCrc(header, payloadCrc32c);
+        public int verifyPayloadSum(int chunk, int layer, MemorySegment header, int payloadSum) {
+            return RawTensorFormat.verifyPayloadSum(header, payloadSum);
         }
 
         @Override

@@ -154,12 +154,12 @@ public final class VllmV0Codec implements ObjectCodec {
         }
 
         @Override
-        public void sealWithCrc(int chunk, int layer, MemorySegment object, int payloadCrc32c) {
+        public void sealWithSum(int chunk, int layer, MemorySegment object, int payloadSum) {
             throw KVException.of(ErrorCode.UNSUPPORTED, "vLLM V0 objects carry no checksum").build();
         }
 
         @Override
-        public int verifyPayloadCrc(int chunk, int layer, MemorySegment header, int payloadCrc32c) {
+        public int verifyPayloadSum(int chunk, int layer, MemorySegment header, int payloadSum) {
             throw KVException.of(ErrorCode.UNSUPPORTED, "vLLM V0 objects are validated whole, in host memory").build();
         }
 

@@ -30,7 +30,7 @@ public final class ConnectorConfiguration {
     public static final String TTL_MS_PROP_NAME = "kvc.connector.ttl.ms";
     /** {@value} ms. */
     public static final long TTL_MS_DEFAULT = 0;
-    /** Whether layer objects carry a CRC32C of their payload. */
+    /** Whether layer objects carry a checksum of their payload. */
     public static final String CHECKSUMS_PROP_NAME = "kvc.connector.checksums";
     /** {@value}. */
     public static final boolean CHECKSUMS_DEFAULT = true;

@@ -5,7 +5,7 @@ import dev.kvconnector.layout.KVLayout;
 import dev.kvconnector.tensor.Tensor;
 import dev.kvconnector.memory.ChecksummedCopy;
 import java.lang.foreign.MemorySegment;
-import java.util.zip.CRC32C;
+import dev.kvconnector.memory.WordSum;
 
 /** Contiguous host tensors {@code perLayer[layer][tensor]} that a drop-select fills: {@link LayerSink#contiguous}. */
 final class ContiguousSink implements HostLayerSink {
@@ -52,8 +52,8 @@ final class ContiguousSink implements HostLayerSink {
     }
 
     @Override
-    public void scatter(int layer, int tensor, MemorySegment src, long srcOffset, int from, int to, CRC32C crc) {
+    public void scatter(int layer, int tensor, MemorySegment src, long srcOffset, int from, int to, WordSum sum) {
         ChecksummedCopy.copy(src, srcOffset, perLayer[layer][tensor].segment(), from * tokenBytes,
-                (to - from) * tokenBytes, crc);
+                (to - from) * tokenBytes, sum);
     }
 }

@@ -6,7 +6,7 @@ import dev.kvconnector.tensor.Tensor;
 import dev.kvconnector.tensor.TensorSpec;
 import dev.kvconnector.memory.ChecksummedCopy;
 import java.lang.foreign.MemorySegment;
-import java.util.zip.CRC32C;
+import dev.kvconnector.memory.WordSum;
 
 /** One layer's contiguous host tensors, each {@code [T, kvHeads, headSize]}: {@link LayerSource#contiguous}. */
 final class ContiguousSource implements HostLayerSource {
@@ -54,10 +54,10 @@ final class ContiguousSource implements HostLayerSource {
     }
 
     @Override
-    public void gather(int layer, int tensor, int from, int to, MemorySegment dst, long dstOffset, CRC32C crc) {
+    public void gather(int layer, int tensor, int from, int to, MemorySegment dst, long dstOffset, WordSum sum) {
         long tokenBytes = tokenBytes(tensor);
         ChecksummedCopy.copy(tensors[tensor].segment(), from * tokenBytes, dst, dstOffset, (to - from) * tokenBytes,
-                crc);
+                sum);
     }
 
     private long tokenBytes(int tensor) {

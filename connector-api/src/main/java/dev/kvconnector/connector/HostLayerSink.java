@@ -1,7 +1,7 @@
 package dev.kvconnector.connector;
 
 import java.lang.foreign.MemorySegment;
-import java.util.zip.CRC32C;
+import dev.kvconnector.memory.WordSum;
 
 /** A {@link LayerSink} in host memory: the connector copies each validated chunk straight into it. */
 public interface HostLayerSink extends LayerSink {
@@ -12,10 +12,10 @@ public interface HostLayerSink extends LayerSink {
     void scatter(int layer, int tensor, MemorySegment src, long srcOffset, int from, int to);
 
     /**
-     * {@link #scatter} that also updates {@code crc} over the copied bytes in their order in {@code src}, in one
-     * pass. The sink holds the bytes before the caller compares the CRC: on a mismatch they count as not loaded.
+     * {@link #scatter} that also adds the copied bytes to {@code sum}, in their order in {@code src}, in one
+     * pass. The sink holds the bytes before the caller compares the checksum: on a mismatch they count as not loaded.
      */
-    void scatter(int layer, int tensor, MemorySegment src, long srcOffset, int from, int to, CRC32C crc);
+    void scatter(int layer, int tensor, MemorySegment src, long srcOffset, int from, int to, WordSum sum);
 
     @Override
     default SinkTransfer open(ConnectorResources resources, ChunkGeometry geometry, String op) {

@@ -1,7 +1,7 @@
 package dev.kvconnector.connector;
 
 import java.lang.foreign.MemorySegment;
-import java.util.zip.CRC32C;
+import dev.kvconnector.memory.WordSum;
 
 /** A {@link LayerSource} in host memory: the connector copies each chunk's tensors straight out of it. */
 public interface HostLayerSource extends LayerSource {
@@ -11,8 +11,8 @@ public interface HostLayerSource extends LayerSource {
      */
     void gather(int layer, int tensor, int from, int to, MemorySegment dst, long dstOffset);
 
-    /** {@link #gather} that also updates {@code crc} over the copied bytes in their order in {@code dst}, in one pass. */
-    void gather(int layer, int tensor, int from, int to, MemorySegment dst, long dstOffset, CRC32C crc);
+    /** {@link #gather} that also adds the copied bytes to {@code sum}, in their order in {@code dst}, in one pass. */
+    void gather(int layer, int tensor, int from, int to, MemorySegment dst, long dstOffset, WordSum sum);
 
     @Override
     default void insert(InsertChannel channel, int first, int count) {

@@ -1,7 +1,7 @@
 package dev.kvconnector.connector;
 
 import java.lang.foreign.MemorySegment;
-import java.util.zip.CRC32C;
+import dev.kvconnector.memory.WordSum;
 
 /** The {@link SinkTransfer} of a {@link HostLayerSink}: each chunk's tensors are scattered from host staging. */
 final class HostSinkTransfer implements SinkTransfer {
@@ -29,10 +29,10 @@ final class HostSinkTransfer implements SinkTransfer {
     }
 
     @Override
-    public void fromObject(int layer, int chunk, MemorySegment object, CRC32C crc) {
+    public void fromObject(int layer, int chunk, MemorySegment object, WordSum sum) {
         for (int t = 0; t < geo.tensors; t++) {
             sink.scatter(layer, t, object, geo.tensorPayloadOffset(chunk, t), geo.chunks[chunk].startToken(),
-                    geo.chunks[chunk].endToken(), crc);
+                    geo.chunks[chunk].endToken(), sum);
         }
     }
 

@@ -18,7 +18,7 @@ public final class LayerChecks {
      */
     public static void paged(String what, KVLayout have, TokenSlots slots, KVLayout layout, int tokens, String op,
                              String endpoint) {
-        if (!have.canonicalString().equals(layout.canonicalString())) {
+        if (!have.sameKvBytesAs(layout)) {
             throw error(ErrorCode.SHAPE_MISMATCH, what + " layout " + have.canonicalString() + " differs from the "
                     + "connector's " + layout.canonicalString(), op, endpoint);
         }

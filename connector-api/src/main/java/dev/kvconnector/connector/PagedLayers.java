@@ -4,7 +4,7 @@ import dev.kvconnector.layout.KVLayout;
 import dev.kvconnector.paged.PagedKVCache;
 import dev.kvconnector.paged.TokenSlots;
 import java.lang.foreign.MemorySegment;
-import java.util.zip.CRC32C;
+import dev.kvconnector.memory.WordSum;
 
 /**
  * A host paged KV cache read or written through one request's slots (a block table or a slot mapping): both a
@@ -25,8 +25,8 @@ public record PagedLayers(PagedKVCache cache, TokenSlots slots) implements HostL
     }
 
     @Override
-    public void gather(int layer, int tensor, int from, int to, MemorySegment dst, long dstOffset, CRC32C crc) {
-        cache.gather(layer, tensor, slots, from, to, dst, dstOffset, crc);
+    public void gather(int layer, int tensor, int from, int to, MemorySegment dst, long dstOffset, WordSum sum) {
+        cache.gather(layer, tensor, slots, from, to, dst, dstOffset, sum);
     }
 
     @Override
@@ -35,7 +35,7 @@ public record PagedLayers(PagedKVCache cache, TokenSlots slots) implements HostL
     }
 
     @Override
-    public void scatter(int layer, int tensor, MemorySegment src, long srcOffset, int from, int to, CRC32C crc) {
-        cache.scatter(src, srcOffset, layer, tensor, slots, from, to, crc);
+    public void scatter(int layer, int tensor, MemorySegment src, long srcOffset, int from, int to, WordSum sum) {
+        cache.scatter(src, srcOffset, layer, tensor, slots, from, to, sum);
     }
 }

@@ -1,7 +1,7 @@
 package dev.kvconnector.connector;
 
 import java.lang.foreign.MemorySegment;
-import java.util.zip.CRC32C;
+import dev.kvconnector.memory.WordSum;
 
 /**
  * One drop-select's writes into a {@link LayerSink}, layer by layer, from the objects the connector has read and
@@ -26,10 +26,10 @@ public interface SinkTransfer extends AutoCloseable {
 
     /**
      * Writes chunk {@code chunk}'s tensors of layer {@code layer} from {@code object} (a layer object whose header
-     * was found valid), updating {@code crc} over the payload in tensor order as it copies; only when
+     * was found valid), adding the payload to {@code sum} in tensor order as it copies; only when
      * {@link #takesObjects()}.
      */
-    default void fromObject(int layer, int chunk, MemorySegment object, CRC32C crc) {
+    default void fromObject(int layer, int chunk, MemorySegment object, WordSum sum) {
         throw new UnsupportedOperationException("this sink takes whole layers");
     }
 

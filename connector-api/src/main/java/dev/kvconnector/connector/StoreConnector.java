@@ -39,7 +39,7 @@ import org.slf4j.LoggerFactory;
  * The {@link KVStoreConnector} over a byte store ({@link KVStore}). Objects, per chunk of the request, are named by
  * a {@link dev.kvconnector.key.KeyScheme} and laid out by an {@link ObjectCodec} of the same granularity (by
  * default {@code kvc-v1} with {@link RawLayerCodec}: one object per layer holding K and V, or the MLA latent, with a
- * 64-byte header carrying the layout fingerprint and a CRC32C); one object for the hidden states; and a manifest
+ * 64-byte header carrying the layout fingerprint and checksums); one object for the hidden states; and a manifest
  * written last that makes the chunk visible. Codecs whose objects hold every layer of a chunk
  * ({@link Completion#PER_CHUNK}: LMCache chunk objects, vLLM V0) go through {@code ChunkObjectInsertSession} and
  * {@code ChunkObjectDropSession} instead: no manifest, the chunk object itself makes the chunk visible.
@@ -60,6 +60,7 @@ public final class StoreConnector implements KVStoreConnector {
     private static final Logger LOG = LoggerFactory.getLogger(StoreConnector.class);
     private final KVStore store;
     private final KVLayout layout;
+    private final long layoutFingerprint;
     private final KeyScheme scheme;
     private final ObjectCodec codec;
     private final boolean skipExisting;
@@ -92,6 +93,7 @@ public final class StoreConnector implements KVStoreConnector {
         this.store = store;
         this.ownsStore = b.store == null;
         this.layout = b.layout;
+        this.layoutFingerprint = layout.fingerprint();
         this.scheme = b.schemeInstance != null ? b.schemeInstance : KeySchemes.byName(b.keyScheme);
         this.codec = b.codec != null ? b.codec : ObjectCodecs.forScheme(scheme, layout);
         this.errorHandler = b.errorHandler;
@@ -269,6 +271,11 @@ public final class StoreConnector implements KVStoreConnector {
     @Override
     public KVLayout layout() {
         return layout;
+    }
+
+    /** {@code layout().fingerprint()}, hashed once. */
+    long layoutFingerprint() {
+        return layoutFingerprint;
     }
 
     @Override
@@ -593,7 +600,7 @@ public final class StoreConnector implements KVStoreConnector {
             return this;
         }
 
-        /** Whether layer objects carry a CRC32C of their payload (default true). */
+        /** Whether layer objects carry a checksum of their payload (default true). */
         public Builder checksums(boolean on) {
             this.checksums = on;
             return this;

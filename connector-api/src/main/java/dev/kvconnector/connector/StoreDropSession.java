@@ -14,7 +14,7 @@ import dev.kvconnector.tensor.TensorSpec;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.concurrent.locks.LockSupport;
-import java.util.zip.CRC32C;
+import dev.kvconnector.memory.WordSum;
 
 /**
  * The {@link DropSession} of a {@link StoreConnector}. Whole-request, it reads the manifests first and loads the
@@ -28,6 +28,8 @@ import java.util.zip.CRC32C;
 final class StoreDropSession implements DropSession {
     private static final long MIN_BACKOFF_NANOS = 10_000;
     private static final long MAX_BACKOFF_NANOS = 1_000_000;
+    /** The layer index {@link #missOrTooSmall} takes for the hidden-state object. */
+    private static final int HIDDEN = -1;
 
     private final StoreConnector connector;
     private final KVStore store;
@@ -35,7 +37,7 @@ final class StoreDropSession implements DropSession {
     private final ObjectPlan objects;
     /** The store's view handle when it reads in place ({@code VIEW}), else null; used by the load's thread only. */
     private final StoreView view;
-    private final CRC32C crc = new CRC32C();
+    private final WordSum sum = new WordSum();
     /** Each layer's destinations and results, reused layer after layer by the load's one thread. */
     private final MemorySegment[] layerDsts;
     private final long[] layerResults;
@@ -162,7 +164,7 @@ final class StoreDropSession implements DropSession {
                             + GetResult.requiredSize(r) + " bytes, expected " + ChunkGeometry.MANIFEST_BYTES);
                 }
                 int status = RawTensorFormat.validate(m, r, ChunkGeometry.MANIFEST_SPEC,
-                        connector.layout().fingerprint());
+                        connector.layoutFingerprint());
                 if (status != RawTensorFormat.OK) {
                     return manifestMiss(status, key);
                 }
@@ -207,7 +209,7 @@ final class StoreDropSession implements DropSession {
                 if (GetResult.isMiss(r) && streaming) {
                     r = getWaiting(keys[c], dsts[c]);
                 }
-                DropResult miss = missOrTooSmall(r, keys[c], dsts[c].byteSize(), "layer " + layer);
+                DropResult miss = missOrTooSmall(r, keys[c], dsts[c].byteSize(), layer);
                 if (miss == null) {
                     miss = statusMiss(objects.validate(c, layer, dsts[c], r), keys[c]);
                 }
@@ -226,8 +228,8 @@ final class StoreDropSession implements DropSession {
 
     /**
      * A layer from a store that reads in place ({@code VIEW}) into a sink that takes objects: each chunk's object is
-     * checked by its header, scattered straight from the store's memory with the CRC fused into the scatter, then
-     * its CRC compared. A mismatch is a {@code CORRUPT} miss (the sink's copy of that chunk counts as not loaded).
+     * checked by its header, scattered straight from the store's memory with the checksum fused into the scatter, then
+     * its checksum compared. A mismatch is a {@code CORRUPT} miss (the sink's copy of that chunk counts as not loaded).
      */
     private DropResult readLayerInPlace(int layer, int chunks) {
         long start = System.nanoTime();
@@ -237,7 +239,7 @@ final class StoreDropSession implements DropSession {
         for (int c = 0; c < chunks; c++) {
             long r = viewWaiting(keys[c]);
             try {
-                DropResult miss = missOrTooSmall(r, keys[c], geo.layerObjectBytes[c], "layer " + layer);
+                DropResult miss = missOrTooSmall(r, keys[c], geo.layerObjectBytes[c], layer);
                 if (miss != null) {
                     return miss;
                 }
@@ -246,9 +248,9 @@ final class StoreDropSession implements DropSession {
                 if (miss != null) {
                     return miss;
                 }
-                crc.reset();
-                sink.fromObject(layer, c, object, crc);
-                miss = statusMiss(objects.verifyPayloadCrc(c, layer, object, (int) crc.getValue()), keys[c]);
+                sum.reset();
+                sink.fromObject(layer, c, object, sum);
+                miss = statusMiss(objects.verifyPayloadSum(c, layer, object, sum.value()), keys[c]);
                 if (miss != null) {
                     return miss;
                 }
@@ -308,7 +310,7 @@ final class StoreDropSession implements DropSession {
             long bytes = 0;
             for (int c = 0; c < chunks; c++) {
                 MemorySegment header = headers.asSlice(c * headerBytes, headerBytes);
-                DropResult miss = missOrTooSmall(results[c], keys[c], dsts[c].byteSize(), "layer " + layer);
+                DropResult miss = missOrTooSmall(results[c], keys[c], dsts[c].byteSize(), layer);
                 if (miss == null) {
                     miss = statusMiss(objects.validateHeader(c, layer, header, results[c]), keys[c]);
                 }
@@ -349,7 +351,7 @@ final class StoreDropSession implements DropSession {
                 MemorySegment object = staging.asSlice(0, size);
                 String key = objects.hiddenKey(c);
                 long r = store.getInto(key, object);
-                DropResult miss = missOrTooSmall(r, key, object.byteSize(), "hidden states");
+                DropResult miss = missOrTooSmall(r, key, object.byteSize(), HIDDEN);
                 if (miss == null) {
                     miss = statusMiss(objects.validateHidden(c, dtype, object, r), key);
                 }
@@ -373,7 +375,12 @@ final class StoreDropSession implements DropSession {
         }
     }
 
-    private DropResult missOrTooSmall(long r, String key, long capacity, String what) {
+    /** The miss for a read result of {@code layer}'s object ({@link #HIDDEN} for the hidden states), or null. */
+    private DropResult missOrTooSmall(long r, String key, long capacity, int layer) {
+        if (!GetResult.isMiss(r) && !GetResult.isTooSmall(r)) {
+            return null;
+        }
+        String what = layer == HIDDEN ? "hidden states" : "layer " + layer;
         if (GetResult.isMiss(r)) {
             return DropResult.miss(requestedTokens, streaming ? MissReason.TIMED_OUT : MissReason.ABSENT,
                     what + " object " + key + (streaming ? " did not arrive within " + connector.layerTimeoutMillis()

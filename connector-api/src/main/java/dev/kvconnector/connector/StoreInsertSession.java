@@ -18,7 +18,7 @@ import java.util.ArrayDeque;
 import java.util.Arrays;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
-import java.util.zip.CRC32C;
+import dev.kvconnector.memory.WordSum;
 
 /**
  * The {@link InsertSession} of a {@link StoreConnector}: each layer is copied into pooled staging before
@@ -38,7 +38,7 @@ final class StoreInsertSession implements InsertSession, InsertChannel {
     private final ObjectPlan objects;
     /** The store's claim handle, reused for every object, when the store claims; else null. */
     private final StoreClaim claim;
-    private final CRC32C crc = new CRC32C();
+    private final WordSum sum = new WordSum();
     private final Consumer<MemorySegment> releaseStaging;
     /** Put tasks whose put is done, reused by the next layer; guarded by {@link #pendingLock}. */
     private final ArrayDeque<PutTask> idleTasks = new ArrayDeque<>();
@@ -104,7 +104,7 @@ final class StoreInsertSession implements InsertSession, InsertChannel {
     }
 
     /**
-     * Gathers straight into the store's memory when it claims ({@code CLAIM}), with the CRC fused into the gather;
+     * Gathers straight into the store's memory when it claims ({@code CLAIM}), with the checksum fused into the gather;
      * when a claim finds the store full, the layer takes the staged path, whose put reports a store that stays full.
      */
     @Override
@@ -131,15 +131,15 @@ final class StoreInsertSession implements InsertSession, InsertChannel {
                 connector.layerPutOptions());
     }
 
-    /** Gathers chunk {@code c}'s tensors of {@code layer} into {@code object} and seals it, CRC fused if it can. */
+    /** Gathers chunk {@code c}'s tensors of {@code layer} into {@code object} and seals it, checksum fused if it can. */
     private void gather(int layer, int c, HostLayerSource source, MemorySegment object) {
         ChunkKeys ck = geo.chunks[c];
         if (objects.fusedChecksum()) {
-            crc.reset();
+            sum.reset();
             for (int t = 0; t < geo.tensors; t++) {
-                source.gather(layer, t, ck.startToken(), ck.endToken(), object, geo.tensorPayloadOffset(c, t), crc);
+                source.gather(layer, t, ck.startToken(), ck.endToken(), object, geo.tensorPayloadOffset(c, t), sum);
             }
-            objects.sealWithCrc(c, layer, object, (int) crc.getValue());
+            objects.sealWithSum(c, layer, object, sum.value());
         } else {
             for (int t = 0; t < geo.tensors; t++) {
                 source.gather(layer, t, ck.startToken(), ck.endToken(), object, geo.tensorPayloadOffset(c, t));
@@ -376,7 +376,7 @@ final class StoreInsertSession implements InsertSession, InsertChannel {
                 m.set(ValueLayout.JAVA_LONG_UNALIGNED, base + 16, layout.numLayers());
                 m.set(ValueLayout.JAVA_LONG_UNALIGNED, base + 24, hiddenPut ? ChunkGeometry.FLAG_HIDDEN : 0);
                 RawTensorFormat.writeHeader(m, ChunkGeometry.MANIFEST_SPEC, geo.chunks[c].tokens(),
-                        layout.fingerprint(), true);
+                        connector.layoutFingerprint(), true);
                 keys[c] = geo.chunks[c].manifestKey();
                 values[c] = m;
             }

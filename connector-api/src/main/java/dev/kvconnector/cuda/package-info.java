@@ -27,7 +27,7 @@
  *   <li>for host stores ({@code memory:}, {@code shm:}, {@code valkey://}, {@code lm://}, {@code mooncake://} with
  *       {@code gpu-direct=false}): the buffer is copied device-to-host into the connector's pooled staging, which is
  *       page-locked ({@code cuMemHostRegister}) once CUDA staging opens, the header is stamped on the host (with the
- *       CRC32C) and the layer is put as from a host cache. {@code putLayers} runs {@link
+ *       payload checksum) and the layer is put as from a host cache. {@code putLayers} runs {@link
  *       dev.kvconnector.cuda.LayerStagingPipeline}, so the gather and copy of layer {@code i + 1} overlap the put of
  *       layer {@code i}. Drop-select reads and checks each layer on the host, copies it to the device and scatters
  *       it;</li>

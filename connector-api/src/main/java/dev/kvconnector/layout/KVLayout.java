@@ -141,6 +141,15 @@ public record KVLayout(String name, AttentionKind kind, int numLayers, int kvHea
     }
 
     /**
+     * Whether KV bytes of this layout and of {@code other} are interchangeable: the fields {@link #fingerprint()}
+     * covers are equal (compared directly, without building {@link #canonicalString()}).
+     */
+    public boolean sameKvBytesAs(KVLayout other) {
+        return kind == other.kind && numLayers == other.numLayers && kvHeads == other.kvHeads
+                && headSize == other.headSize && dtype == other.dtype && hiddenSize == other.hiddenSize;
+    }
+
+    /**
      * The canonical text the fingerprint hashes, for example
      * {@code kvlayout/1;kind=MHA;layers=32;kv_heads=8;head_size=128;dtype=BF16;hidden=4096}.
      */

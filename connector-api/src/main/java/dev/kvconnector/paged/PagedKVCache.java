@@ -4,11 +4,10 @@ import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
 import dev.kvconnector.layout.KVLayout;
 import dev.kvconnector.memory.ChecksummedCopy;
+import dev.kvconnector.memory.WordSum;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.nio.ByteBuffer;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.zip.CRC32C;
 
 /**
  * A view of a paged KV cache in vLLM's flash layout: for every layer and every tensor of the layer (K and V for
@@ -18,11 +17,10 @@ import java.util.zip.CRC32C;
  * region and {@link #scatter} copies back. Consecutive slots are copied as one run, so a block-aligned request
  * moves in {@code blockSize}-token copies. Every slot is bounds-checked against the cache.
  *
- * <p>The forms that take a {@link CRC32C} fuse the integrity check into the copy: each run is copied in chunks of
- * at most {@link ChecksummedCopy#CHUNK_BYTES} and the CRC is updated over each chunk while it is still in cache, in
- * token order, so that after gathering every tensor of a layer into a payload, in payload order, the CRC equals the
- * CRC32C of the payload: no second pass. Each call reads the CRC through one {@code ByteBuffer} over its contiguous
- * range (about 100 B where C2 does not scalar-replace it), never one per run or chunk.
+ * <p>The forms that take a {@link WordSum} fuse the integrity check into the copy: each run is copied in chunks of
+ * at most {@link ChecksummedCopy#CHUNK_BYTES} and each chunk is added to the sum while it is still in cache, in
+ * token order, so that after gathering every tensor of a layer into a payload, in payload order, the sum is the
+ * payload's checksum: no second pass, and no allocation.
  */
 public final class PagedKVCache implements AutoCloseable {
     private static final AtomicLong LIVE_OWNED = new AtomicLong();
@@ -116,23 +114,23 @@ public final class PagedKVCache implements AutoCloseable {
     }
 
     /**
-     * {@link #gather(int, int, TokenSlots, int, int, MemorySegment, long)} that also updates {@code crc} over the
-     * gathered bytes, in the order they land in {@code dst}. The caller resets the CRC once per payload and gathers
+     * {@link #gather(int, int, TokenSlots, int, int, MemorySegment, long)} that also adds the gathered bytes
+     * to {@code sum}, in the order they land in {@code dst}. The caller resets the sum once per payload and gathers
      * the payload's tensors in payload order.
      */
     public void gather(int layer, int tensor, TokenSlots slots, int from, int to, MemorySegment dst, long dstOffset,
-                       CRC32C crc) {
-        copy(layer, tensor, slots, from, to, dst, dstOffset, true, crc);
+                       WordSum sum) {
+        copy(layer, tensor, slots, from, to, dst, dstOffset, true, sum);
     }
 
     /**
-     * {@link #scatter(MemorySegment, long, int, int, TokenSlots, int, int)} that also updates {@code crc} over the
-     * scattered bytes, in their order in {@code src}. The slots already hold the bytes when the caller compares the
-     * CRC, so on a mismatch it must treat the tokens as not loaded (recompute them).
+     * {@link #scatter(MemorySegment, long, int, int, TokenSlots, int, int)} that also adds the scattered bytes
+     * to {@code sum}, in their order in {@code src}. The slots already hold the bytes when the caller compares the
+     * checksum, so on a mismatch it must treat the tokens as not loaded (recompute them).
      */
     public void scatter(MemorySegment src, long srcOffset, int layer, int tensor, TokenSlots slots, int from, int to,
-                        CRC32C crc) {
-        copy(layer, tensor, slots, from, to, src, srcOffset, false, crc);
+                        WordSum sum) {
+        copy(layer, tensor, slots, from, to, src, srcOffset, false, sum);
     }
 
     private void copy(int layer, int tensor, TokenSlots slots, int from, int to, MemorySegment flat, long flatOffset,
@@ -141,7 +139,7 @@ public final class PagedKVCache implements AutoCloseable {
     }
 
     private void copy(int layer, int tensor, TokenSlots slots, int from, int to, MemorySegment flat, long flatOffset,
-                      boolean gather, CRC32C crc) {
+                      boolean gather, WordSum sum) {
         if (from < 0 || to < from || to > slots.tokens()) {
             throw KVException.of(ErrorCode.INVALID_ARGUMENT, "token range [" + from + ", " + to + ") outside the request's "
                     + slots.tokens() + " tokens").build();
@@ -153,8 +151,6 @@ public final class PagedKVCache implements AutoCloseable {
                     .build();
         }
         MemorySegment paged = tensors[layer][tensor];
-        ByteBuffer view = crc != null && need <= Integer.MAX_VALUE
-                ? flat.asSlice(flatOffset, need).asByteBuffer() : null;
         int t = from;
         while (t < to) {
             long first = checkedSlot(slots, t);
@@ -166,14 +162,10 @@ public final class PagedKVCache implements AutoCloseable {
             long pagedOff = first * tokenBytes;
             long flatOff = flatOffset + (long) (t - from) * tokenBytes;
             long bytes = run * tokenBytes;
-            if (view != null && gather) {
-                ChecksummedCopy.copy(paged, pagedOff, flat, flatOff, bytes, crc, view, (int) (flatOff - flatOffset));
-            } else if (view != null) {
-                ChecksummedCopy.copy(flat, flatOff, paged, pagedOff, bytes, crc, view, (int) (flatOff - flatOffset));
-            } else if (crc != null && gather) {
-                ChecksummedCopy.copy(paged, pagedOff, flat, flatOff, bytes, crc);
-            } else if (crc != null) {
-                ChecksummedCopy.copy(flat, flatOff, paged, pagedOff, bytes, crc);
+            if (sum != null && gather) {
+                ChecksummedCopy.copy(paged, pagedOff, flat, flatOff, bytes, sum);
+            } else if (sum != null) {
+                ChecksummedCopy.copy(flat, flatOff, paged, pagedOff, bytes, sum);
             } else if (gather) {
                 MemorySegment.copy(paged, pagedOff, flat, flatOff, bytes);
             } else {

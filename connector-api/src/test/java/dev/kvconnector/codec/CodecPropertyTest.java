@@ -97,7 +97,7 @@ class CodecPropertyTest {
             int status = RawTensorFormat.validate(obj, obj.byteSize(), spec, 42);
             assertNotEquals(RawTensorFormat.OK, status);
             if (offset >= RawTensorFormat.HEADER_BYTES) {
-                assertEquals(RawTensorFormat.BAD_PAYLOAD_CRC, status);
+                assertEquals(RawTensorFormat.BAD_PAYLOAD_SUM, status);
             }
         }
     }

@@ -9,7 +9,7 @@ import static dev.kvconnector.codec.RawTensorFormat.BAD_HEADER;
 import static dev.kvconnector.codec.RawTensorFormat.BAD_HEADER_CRC;
 import static dev.kvconnector.codec.RawTensorFormat.BAD_LENGTH;
 import static dev.kvconnector.codec.RawTensorFormat.BAD_MAGIC;
-import static dev.kvconnector.codec.RawTensorFormat.BAD_PAYLOAD_CRC;
+import static dev.kvconnector.codec.RawTensorFormat.BAD_PAYLOAD_SUM;
 import static dev.kvconnector.codec.RawTensorFormat.BAD_VERSION;
 import static dev.kvconnector.codec.RawTensorFormat.HEADER_BYTES;
 import static dev.kvconnector.codec.RawTensorFormat.LAYOUT_MISMATCH;
@@ -35,6 +35,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
+import dev.kvconnector.memory.WordSum;
 import java.util.zip.CRC32C;
 import org.junit.jupiter.api.Test;
 
@@ -45,11 +46,11 @@ class RawTensorFormatTest {
     private static final TensorSpec SPEC = TensorSpec.of(DType.BF16, 2, 1, 3);
     private static final long FINGERPRINT = 0x0123456789ABCDEFL;
 
-    /** Written by the Python writer in docs/raw-format.md (struct.pack plus a bitwise CRC32C). */
-    private static final String PYTHON_CHECKSUMMED = "4b564352010002030300000033649ed3efcdab89674523010c000000000000"
-            + "00020000000100000003000000000000000000000000000000000000003880ff5d0b30557a9fc4e90e33587da2";
-    private static final String PYTHON_NO_CRC = "4b564352010002030300000000000000feffffffffffffff0c0000000000000002"
-            + "000000010000000300000000000000000000000000000001000000" + "96dd0eab0b30557a9fc4e90e33587da2";
+    /** Written by the Python writer in docs/raw-format.md (struct.pack, a bitwise CRC32C and the word sum). */
+    private static final String PYTHON_CHECKSUMMED = "4b56435202000203030000001bd68f49efcdab89674523010c00000000000000"
+            + "02000000010000000300000000000000000000000000000000000000a27eb2b40b30557a9fc4e90e33587da2";
+    private static final String PYTHON_NO_CHECKSUM = "4b564352020002030300000000000000feffffffffffffff0c00000000000000"
+            + "020000000100000003000000000000000000000000000000010000006fcd3d0c0b30557a9fc4e90e33587da2";
 
     private static MemorySegment encoded(Arena arena, TensorSpec spec, boolean checksum) {
         MemorySegment obj = arena.allocate(RawTensorFormat.encodedSize(spec));
@@ -60,17 +61,26 @@ class RawTensorFormatTest {
 
     /** Recomputes the header CRC after a test changed a field, so that the field itself is what gets checked. */
     private static void reseal(MemorySegment obj) {
-        obj.set(I32, 60, RawTensorFormat.crc32c(obj.asSlice(0, 60)));
+        obj.set(I32, 60, RawTensorFormat.headerCrc(obj));
     }
 
     @Test
     void writeHeaderProducesTheBytesOfThePythonWriter() {
         try (Arena arena = Arena.ofConfined()) {
             assertEquals(PYTHON_CHECKSUMMED, toHex(encoded(arena, SPEC, true)));
-            MemorySegment noCrc = arena.allocate(RawTensorFormat.encodedSize(SPEC));
-            fillPattern(RawTensorFormat.payload(noCrc), 11);
-            RawTensorFormat.writeHeader(noCrc, SPEC, 3, -2, false);
-            assertEquals(PYTHON_NO_CRC, toHex(noCrc));
+            MemorySegment noChecksum = arena.allocate(RawTensorFormat.encodedSize(SPEC));
+            fillPattern(RawTensorFormat.payload(noChecksum), 11);
+            RawTensorFormat.writeHeader(noChecksum, SPEC, 3, -2, false);
+            assertEquals(PYTHON_NO_CHECKSUM, toHex(noChecksum));
+        }
+    }
+
+    @Test
+    void aVersion1ObjectWithItsPayloadCrc32cReadsAsAnotherVersion() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment v1 = fromHex(arena, "4b564352010002030300000033649ed3efcdab89674523010c000000000000"
+                    + "00020000000100000003000000000000000000000000000000000000003880ff5d0b30557a9fc4e90e33587da2");
+            assertEquals(BAD_VERSION, RawTensorFormat.validate(v1, v1.byteSize(), SPEC, FINGERPRINT));
         }
     }
 
@@ -79,7 +89,7 @@ class RawTensorFormatTest {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment a = fromHex(arena, PYTHON_CHECKSUMMED);
             assertEquals(OK, RawTensorFormat.validate(a, a.byteSize(), SPEC, FINGERPRINT));
-            MemorySegment b = fromHex(arena, PYTHON_NO_CRC);
+            MemorySegment b = fromHex(arena, PYTHON_NO_CHECKSUM);
             assertEquals(OK, RawTensorFormat.validate(b, b.byteSize(), SPEC, -2));
         }
     }
@@ -91,7 +101,7 @@ class RawTensorFormatTest {
             MemorySegment obj = arena.allocate(RawTensorFormat.encodedSize(spec));
             RawTensorFormat.writeHeader(obj, spec, 1234, FINGERPRINT, true);
             assertEquals("KVCR", new String(obj.asSlice(0, 4).toArray(ValueLayout.JAVA_BYTE), StandardCharsets.US_ASCII));
-            assertEquals(1, obj.get(U16, 4));
+            assertEquals(RawTensorFormat.VERSION, obj.get(U16, 4));
             assertEquals(DType.FP32.id(), obj.get(ValueLayout.JAVA_BYTE, 6));
             assertEquals(6, obj.get(ValueLayout.JAVA_BYTE, 7));
             assertEquals(1234, obj.get(I32, 8));
@@ -105,19 +115,21 @@ class RawTensorFormatTest {
             CRC32C crc = new CRC32C();
             crc.update(obj.asSlice(0, 60).toArray(ValueLayout.JAVA_BYTE));
             assertEquals((int) crc.getValue(), obj.get(I32, 60));
-            crc.reset();
-            crc.update(obj.asSlice(64).toArray(ValueLayout.JAVA_BYTE));
-            assertEquals((int) crc.getValue(), obj.get(I32, 12));
+            assertEquals(WordSum.of(obj, 64, obj.byteSize() - 64), obj.get(I32, 12));
         }
     }
 
     @Test
-    void crc32cMatchesTheKnownCheckValue() {
+    void theHeaderCrcIsTheCrc32cOfBytes0To59WithTheKnownCheckValue() {
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment s = arena.allocate(9);
+            MemorySegment s = arena.allocate(64);
             MemorySegment.copy("123456789".getBytes(StandardCharsets.US_ASCII), 0, s, ValueLayout.JAVA_BYTE, 0, 9);
-            assertEquals(0xE3069283, RawTensorFormat.crc32c(s));
-            assertEquals(0, RawTensorFormat.crc32c(s.asSlice(0, 0)));
+            CRC32C crc = new CRC32C();
+            crc.update(s.asSlice(0, 60).toArray(ValueLayout.JAVA_BYTE));
+            assertEquals((int) crc.getValue(), RawTensorFormat.headerCrc(s));
+            CRC32C check = new CRC32C();
+            check.update("123456789".getBytes(StandardCharsets.US_ASCII));
+            assertEquals(0xE3069283L, check.getValue(), "the CRC32C the docs name");
         }
     }
 
@@ -182,7 +194,7 @@ class RawTensorFormatTest {
             MemorySegment obj = encoded(arena, SPEC, true);
             for (long off = HEADER_BYTES; off < obj.byteSize(); off++) {
                 flipByte(obj, off);
-                assertEquals(BAD_PAYLOAD_CRC, RawTensorFormat.validate(obj, obj.byteSize(), SPEC, FINGERPRINT));
+                assertEquals(BAD_PAYLOAD_SUM, RawTensorFormat.validate(obj, obj.byteSize(), SPEC, FINGERPRINT));
                 flipByte(obj, off);
                 assertEquals(OK, RawTensorFormat.validate(obj, obj.byteSize(), SPEC, FINGERPRINT));
             }
@@ -193,7 +205,7 @@ class RawTensorFormatTest {
     void withoutChecksumAFlippedPayloadByteGoesUnnoticedButTheHeaderIsStillChecked() {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment obj = encoded(arena, SPEC, false);
-            assertEquals(RawTensorFormat.FLAG_NO_CRC, obj.get(U16, 56));
+            assertEquals(RawTensorFormat.FLAG_NO_CHECKSUM, obj.get(U16, 56));
             assertEquals(0, obj.get(I32, 12));
             flipByte(obj, HEADER_BYTES + 3);
             assertEquals(OK, RawTensorFormat.validate(obj, obj.byteSize(), SPEC, FINGERPRINT));
@@ -250,7 +262,7 @@ class RawTensorFormatTest {
                     new Tamper("negative tokens", 8, 4, -1, BAD_HEADER),
                     new Tamper("negative dimension", 36, 4, -1, BAD_HEADER),
                     new Tamper("unused dimension set", 52, 4, 1, BAD_HEADER),
-                    new Tamper("payload CRC under the no-CRC flag", 56, 2, RawTensorFormat.FLAG_NO_CRC, BAD_HEADER),
+                    new Tamper("payload checksum under the no-checksum flag", 56, 2, RawTensorFormat.FLAG_NO_CHECKSUM, BAD_HEADER),
                     new Tamper("payload bytes off by one", 24, 8, SPEC.byteSize() + 1, BAD_LENGTH),
                     new Tamper("payload bytes negative", 24, 8, -12, BAD_LENGTH),
                     new Tamper("unknown flag", 56, 2, 2, BAD_VERSION),
@@ -289,13 +301,13 @@ class RawTensorFormatTest {
             TensorSpec big = TensorSpec.of(DType.UINT8, Integer.MAX_VALUE, Integer.MAX_VALUE);
             MemorySegment obj = arena.allocate(HEADER_BYTES);
             obj.set(I32, 0, RawTensorFormat.MAGIC);
-            obj.set(U16, 4, (short) 1);
+            obj.set(U16, 4, (short) RawTensorFormat.VERSION);
             obj.set(ValueLayout.JAVA_BYTE, 6, (byte) DType.UINT8.id());
             obj.set(ValueLayout.JAVA_BYTE, 7, (byte) 2);
             obj.set(I64, 24, big.byteSize());
             obj.set(I32, 32, Integer.MAX_VALUE);
             obj.set(I32, 36, Integer.MAX_VALUE);
-            obj.set(U16, 56, (short) RawTensorFormat.FLAG_NO_CRC);
+            obj.set(U16, 56, (short) RawTensorFormat.FLAG_NO_CHECKSUM);
             reseal(obj);
             assertEquals(TRUNCATED, RawTensorFormat.validate(obj, obj.byteSize(), null, 0));
             assertEquals(big, RawTensorFormat.readHeader(obj).spec());
@@ -307,14 +319,14 @@ class RawTensorFormatTest {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment obj = encoded(arena, SPEC, true);
             RawHeader h = RawTensorFormat.readHeader(obj);
-            assertEquals(1, h.version());
+            assertEquals(2, h.version());
             assertEquals(SPEC, h.spec());
             assertEquals(3, h.tokens());
             assertEquals(FINGERPRINT, h.layoutFingerprint());
             assertEquals(SPEC.byteSize(), h.payloadBytes());
             assertEquals(obj.byteSize(), h.objectBytes());
             assertTrue(h.checksummed());
-            assertEquals(obj.get(I32, 12), h.payloadCrc());
+            assertEquals(obj.get(I32, 12), h.payloadSum());
             assertEquals(obj.get(I32, 60), h.headerCrc());
         }
     }
@@ -387,21 +399,9 @@ class RawTensorFormatTest {
     }
 
     @Test
-    void crcOverManyChunksEqualsCrcInOnePass() {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment s = arena.allocate(10_000);
-            fillPattern(s, 7);
-            int whole = RawTensorFormat.crc32c(s);
-            for (long chunk : new long[] {1, 7, 4096, 9_999, 10_000, 1L << 30}) {
-                assertEquals(whole, RawTensorFormat.crc32c(s, chunk), "chunk " + chunk);
-            }
-        }
-    }
-
-    @Test
     void statusHelpersDescribeEveryStatusDistinctly() {
         int[] all = {OK, TRUNCATED, BAD_MAGIC, BAD_VERSION, BAD_HEADER_CRC, BAD_HEADER, BAD_LENGTH, SPEC_MISMATCH,
-            LAYOUT_MISMATCH, BAD_PAYLOAD_CRC};
+            LAYOUT_MISMATCH, BAD_PAYLOAD_SUM};
         Set<String> texts = new HashSet<>();
         for (int s : all) {
             texts.add(RawTensorFormat.describe(s));

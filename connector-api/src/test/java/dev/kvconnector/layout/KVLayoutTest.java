@@ -37,4 +37,21 @@ class KVLayoutTest {
         KVException e = assertThrows(KVException.class, () -> KVLayout.preset("gpt-5"));
         assertTrue(e.getMessage().contains("llama3-8b"), e.getMessage());
     }
+
+    @Test
+    void sameKvBytesAsComparesWhatTheFingerprintCoversAndNothingElse() {
+        KVLayout a = new KVLayout("a", AttentionKind.MHA, 4, 2, 64, DType.BF16, 16, 256);
+        assertTrue(a.sameKvBytesAs(new KVLayout("other name", AttentionKind.MHA, 4, 2, 64, DType.BF16, 32, 256)),
+                "name and block size only shape the paged view");
+        KVLayout[] differ = {
+            new KVLayout("a", AttentionKind.MLA, 4, 1, 64, DType.BF16, 16, 256),
+            new KVLayout("a", AttentionKind.MHA, 5, 2, 64, DType.BF16, 16, 256),
+            new KVLayout("a", AttentionKind.MHA, 4, 1, 64, DType.BF16, 16, 256),
+            new KVLayout("a", AttentionKind.MHA, 4, 2, 128, DType.BF16, 16, 256),
+            new KVLayout("a", AttentionKind.MHA, 4, 2, 64, DType.FP16, 16, 256),
+            new KVLayout("a", AttentionKind.MHA, 4, 2, 64, DType.BF16, 16, 512)};
+        for (KVLayout b : differ) {
+            assertTrue(!a.sameKvBytesAs(b) && a.fingerprint() != b.fingerprint(), b.toString());
+        }
+    }
 }

@@ -48,7 +48,7 @@ final class BenchCommand implements Callable<Integer> {
     int warmup;
     @Option(names = "--layers-only", description = "Move only the layers, not the hidden states")
     boolean layersOnly;
-    @Option(names = "--no-checksums", description = "Write layer objects without their CRC32C")
+    @Option(names = "--no-checksums", description = "Write layer objects without their payload checksum")
     boolean noChecksums;
     @Option(names = "--json", paramLabel = "FILE", description = "Also write the results as JSON")
     Path json;
@@ -108,7 +108,7 @@ final class BenchCommand implements Callable<Integer> {
                     request.getValueAtPercentile(50) / 1e6, request.getValueAtPercentile(99) / 1e6, iterations);
             out.println("memcpy floor: one MemorySegment.copy of the whole request's tensors, divided by its layers.");
             out.println("layer latency includes the copy into or out of staging, the 64-byte header"
-                    + (noChecksums ? "" : " with its CRC32C") + ", and the store's own put or get.");
+                    + (noChecksums ? "" : " with its payload checksum") + ", and the store's own put or get.");
             String hint = ValkeyAllocatorHint.probe(store.uri);
             if (hint != null) {
                 out.println(hint);

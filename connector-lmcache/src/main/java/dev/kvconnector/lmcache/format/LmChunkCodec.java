@@ -229,13 +229,13 @@ public final class LmChunkCodec implements ObjectCodec {
         }
 
         @Override
-        public void sealWithCrc(int chunk, int layer, MemorySegment object, int payloadCrc32c) {
+        public void sealWithSum(int chunk, int layer, MemorySegment object, int payloadSum) {
             throw KVException.of(ErrorCode.UNSUPPORTED, "LMCache chunk objects carry no checksum").build();
         }
 
         /** {@inheritDoc} Always {@link #OK}: there is no checksum to compare. */
         @Override
-        public int verifyPayloadCrc(int chunk, int layer, MemorySegment header, int payloadCrc32c) {
+        public int verifyPayloadSum(int chunk, int layer, MemorySegment header, int payloadSum) {
             return OK;
         }
 

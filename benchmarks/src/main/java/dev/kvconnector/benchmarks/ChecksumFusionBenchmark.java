@@ -1,5 +1,7 @@
 package dev.kvconnector.benchmarks;
 
+import dev.kvconnector.memory.ChecksummedCopy;
+import dev.kvconnector.memory.WordSum;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
@@ -18,19 +20,20 @@ import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 
 /**
- * Whether the JDK's CRC32C keeps up with a copy, and what fusing it into a paged gather saves: one Llama-3-8B layer
- * at 1024 tokens (4 MiB: K and V, 64 blocks of 16 tokens each, 32 KiB per block and tensor) gathered from a paged
- * cache whose blocks sit in a shuffled order, as a block table scatters them.
+ * Which integrity check keeps up with a copy when fused into it: the JDK's CRC32C (the raw format's payload check in
+ * version 1) against the {@link WordSum} (version 2), over one Llama-3-8B layer at 1024 tokens (4 MiB: K and V, 64
+ * blocks of 16 tokens each, 32 KiB per block and tensor), copied contiguously or gathered from a paged cache whose
+ * blocks sit in a shuffled order, as a block table scatters them. The layer stays in cache: these are the hot-layer
+ * costs; {@code ConnectorBenchmark} measures a request that streams from memory.
  *
  * <ul>
- *   <li>{@link #copy4MiB} and {@link #crc4MiB}: one contiguous copy, and one CRC32C pass, of 4 MiB.</li>
- *   <li>{@link #gather}: the 128 block copies alone (the floor of a gather).</li>
- *   <li>{@link #gatherThenCrc}: the gather, then a separate CRC pass over the 4 MiB destination (today's insert).</li>
- *   <li>{@link #gatherFusedSliceBuffer}: after each block copy, CRC32C over the destination block while it is
- *       still in cache, through {@code asSlice(..).asByteBuffer()} per block (does that allocate?).</li>
- *   <li>{@link #gatherFusedReusedBuffer}: the same through one {@code ByteBuffer} over the destination, made once,
- *       moved with position and limit (allocates nothing by construction).</li>
- *   <li>{@link #copyFusedCrc64KiB}: a contiguous 4 MiB copy in 64 KiB chunks, each CRC'd after its copy.</li>
+ *   <li>{@link #copy4MiB}, {@link #crc4MiB}, {@link #sum4MiB}: one contiguous copy, one CRC32C pass and one word-sum
+ *       pass, of 4 MiB.</li>
+ *   <li>{@link #copyFusedCrc} and {@link #copyFusedSum}: the copy in {@link ChecksummedCopy#CHUNK_BYTES} chunks, each
+ *       checked right after its copy while it is in cache; the CRC reads through one reused {@code ByteBuffer}
+ *       (which allocates nothing), the sum straight from the segment ({@link ChecksummedCopy}).</li>
+ *   <li>{@link #gather}: the 128 block copies alone (the floor of a gather); {@link #gatherFusedCrc} and
+ *       {@link #gatherFusedSum}: the same with each block checked after its copy.</li>
  * </ul>
  * Run with {@code -bm avgt -prof gc} to see the allocation per operation.
  */
@@ -38,12 +41,11 @@ import org.openjdk.jmh.annotations.TearDown;
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.MICROSECONDS)
 @Fork(value = 1, jvmArgsAppend = "--enable-native-access=ALL-UNNAMED")
-public class CrcFusionBenchmark {
+public class ChecksumFusionBenchmark {
     static final long BLOCK_BYTES = 16 * 2048;
     static final int BLOCKS = 64;
     static final int CACHE_BLOCKS = 4 * BLOCKS;
     static final long LAYER_BYTES = 2 * BLOCKS * BLOCK_BYTES;
-    static final long CHUNK_BYTES = 64 * 1024;
 
     private Arena arena;
     private MemorySegment[] paged;
@@ -52,6 +54,7 @@ public class CrcFusionBenchmark {
     private ByteBuffer dstBuffer;
     private int[] blockTable;
     private final CRC32C crc = new CRC32C();
+    private final WordSum sum = new WordSum();
 
     /** Allocates a K and a V paged tensor of 256 blocks, a shuffled block table of 64, and the 4 MiB destination. */
     @Setup(Level.Trial)
@@ -97,6 +100,34 @@ public class CrcFusionBenchmark {
         return crc.getValue();
     }
 
+    /** One word-sum pass over 4 MiB. */
+    @Benchmark
+    public int sum4MiB() {
+        sum.reset();
+        sum.update(dst, 0, LAYER_BYTES);
+        return sum.value();
+    }
+
+    /** The contiguous copy in chunks, each CRC'd right after its copy. */
+    @Benchmark
+    public long copyFusedCrc() {
+        crc.reset();
+        for (long off = 0; off < LAYER_BYTES; off += ChecksummedCopy.CHUNK_BYTES) {
+            MemorySegment.copy(src, off, dst, off, ChecksummedCopy.CHUNK_BYTES);
+            dstBuffer.limit((int) (off + ChecksummedCopy.CHUNK_BYTES)).position((int) off);
+            crc.update(dstBuffer);
+        }
+        return crc.getValue();
+    }
+
+    /** The contiguous copy in chunks, each summed right after its copy: {@link ChecksummedCopy}. */
+    @Benchmark
+    public int copyFusedSum() {
+        sum.reset();
+        ChecksummedCopy.copy(src, 0, dst, 0, LAYER_BYTES, sum);
+        return sum.value();
+    }
+
     /** The gather of 128 blocks alone. */
     @Benchmark
     public MemorySegment gather() {
@@ -110,33 +141,9 @@ public class CrcFusionBenchmark {
         return dst;
     }
 
-    /** The gather, then one CRC pass over the destination. */
-    @Benchmark
-    public long gatherThenCrc() {
-        gather();
-        crc.reset();
-        crc.update(dstBuffer.clear());
-        return crc.getValue();
-    }
-
-    /** The gather with a CRC over each destination block after its copy, through a slice's ByteBuffer. */
-    @Benchmark
-    public long gatherFusedSliceBuffer() {
-        crc.reset();
-        long off = 0;
-        for (MemorySegment tensor : paged) {
-            for (int b : blockTable) {
-                MemorySegment.copy(tensor, b * BLOCK_BYTES, dst, off, BLOCK_BYTES);
-                crc.update(dst.asSlice(off, BLOCK_BYTES).asByteBuffer());
-                off += BLOCK_BYTES;
-            }
-        }
-        return crc.getValue();
-    }
-
     /** The gather with a CRC over each destination block after its copy, through one reused ByteBuffer. */
     @Benchmark
-    public long gatherFusedReusedBuffer() {
+    public long gatherFusedCrc() {
         crc.reset();
         long off = 0;
         for (MemorySegment tensor : paged) {
@@ -150,14 +157,17 @@ public class CrcFusionBenchmark {
         return crc.getValue();
     }
 
-    /** A contiguous copy in 64 KiB chunks, each CRC'd right after its copy. */
+    /** The gather with each destination block summed after its copy, as {@code PagedKVCache.gather} does. */
     @Benchmark
-    public long copyFusedCrc64KiB() {
-        crc.reset();
-        for (long off = 0; off < LAYER_BYTES; off += CHUNK_BYTES) {
-            MemorySegment.copy(src, off, dst, off, CHUNK_BYTES);
-            crc.update(dst.asSlice(off, CHUNK_BYTES).asByteBuffer());
+    public int gatherFusedSum() {
+        sum.reset();
+        long off = 0;
+        for (MemorySegment tensor : paged) {
+            for (int b : blockTable) {
+                ChecksummedCopy.copy(tensor, b * BLOCK_BYTES, dst, off, BLOCK_BYTES, sum);
+                off += BLOCK_BYTES;
+            }
         }
-        return crc.getValue();
+        return sum.value();
     }
 }
