@@ -2,9 +2,8 @@ package dev.kvconnector.memory;
 
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayDeque;
-import java.util.HashMap;
-import java.util.Iterator;
 import java.util.List;
+import org.agrona.collections.Long2ObjectHashMap;
 
 /**
  * Freed native blocks kept for the next allocation of exactly their size, so that a store which replaces or
@@ -15,47 +14,49 @@ import java.util.List;
  *
  * <p>Not thread-safe: the owning store calls it under its own lock, and decides whether a block may be kept (its
  * capacity counts {@link #bytes()}). Kept blocks are freed by the owner, outside its lock.
+ *
+ * <p>Allocation-free in steady state: sizes key an Agrona {@code Long2ObjectHashMap} (no boxing), and a size's
+ * queue stays in the map when it empties, so that keeping and taking blocks of the same few sizes, as a store does
+ * per layer, makes no object.
  */
 public final class KeptBlocks {
     /** The smallest block worth keeping; malloc reuses smaller freed blocks from its own heap. */
     public static final long MIN_BYTES = 64 * 1024;
 
-    private final HashMap<Long, ArrayDeque<MemorySegment>> bySize = new HashMap<>();
+    private final Long2ObjectHashMap<ArrayDeque<MemorySegment>> bySize = new Long2ObjectHashMap<>();
     private long bytes;
 
     /** A kept block of exactly {@code size} bytes, no longer kept; or null. */
     public MemorySegment take(long size) {
         ArrayDeque<MemorySegment> q = bySize.get(size);
-        if (q == null) {
-            return null;
+        MemorySegment block = q == null ? null : q.pollFirst();
+        if (block != null) {
+            bytes -= size;
         }
-        MemorySegment block = q.pollFirst();
-        if (q.isEmpty()) {
-            bySize.remove(size);
-        }
-        bytes -= size;
         return block;
     }
 
     /** Keeps {@code block} for a later {@link #take} of its size. */
     public void keep(MemorySegment block) {
-        bySize.computeIfAbsent(block.byteSize(), k -> new ArrayDeque<>()).addFirst(block);
+        ArrayDeque<MemorySegment> q = bySize.get(block.byteSize());
+        if (q == null) {
+            q = new ArrayDeque<>();
+            bySize.put(block.byteSize(), q);
+        }
+        q.addFirst(block);
         bytes += block.byteSize();
     }
 
     /** Stops keeping one block and returns it, for the owner to free; null when none is kept. */
     public MemorySegment dropOne() {
-        Iterator<ArrayDeque<MemorySegment>> it = bySize.values().iterator();
-        if (!it.hasNext()) {
-            return null;
+        for (ArrayDeque<MemorySegment> q : bySize.values()) {
+            MemorySegment block = q.pollFirst();
+            if (block != null) {
+                bytes -= block.byteSize();
+                return block;
+            }
         }
-        ArrayDeque<MemorySegment> q = it.next();
-        MemorySegment block = q.pollFirst();
-        if (q.isEmpty()) {
-            it.remove();
-        }
-        bytes -= block.byteSize();
-        return block;
+        return null;
     }
 
     /** Stops keeping every block and adds them to {@code out}, for the owner to free. */

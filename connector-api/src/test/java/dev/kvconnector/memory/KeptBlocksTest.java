@@ -45,4 +45,29 @@ class KeptBlocksTest {
             assertTrue(kept.take(64 << 10) == null && kept.dropOne() == null);
         }
     }
+
+    @Test
+    void keepingAndTakingBlocksOfTheSameSizesMakesNoObject() {
+        com.sun.management.ThreadMXBean mx =
+                (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+        long tid = Thread.currentThread().threadId();
+        try (Arena arena = Arena.ofConfined()) {
+            KeptBlocks kept = new KeptBlocks();
+            MemorySegment layer = arena.allocate(4 << 20);
+            MemorySegment chunk = arena.allocate(1 << 20);
+            long best = Long.MAX_VALUE;
+            int cycles = 10_000;
+            for (int round = 0; round < 20; round++) {
+                long before = mx.getThreadAllocatedBytes(tid);
+                for (int i = 0; i < cycles; i++) {
+                    kept.keep(layer);
+                    kept.keep(chunk);
+                    assertSame(layer, kept.take(4 << 20));
+                    assertSame(chunk, kept.take(1 << 20));
+                }
+                best = Math.min(best, mx.getThreadAllocatedBytes(tid) - before);
+            }
+            assertTrue(best < cycles, cycles + " keep-and-take cycles allocated " + best + " bytes");
+        }
+    }
 }

@@ -68,7 +68,7 @@ final class MemoryClaim implements StoreClaim {
         requireClaimed("commit");
         String k = key;
         MemorySegment b = block;
-        long size = segment.byteSize();
+        MemorySegment data = segment;
         long expires = expiresAtNanos;
         boolean absent = ifAbsent;
         if (!store.closeClaim(this)) {
@@ -76,7 +76,7 @@ final class MemoryClaim implements StoreClaim {
             throw store.closedError("commit", k);
         }
         clear();
-        return store.publish(k, store.entryOf(b, size, expires), absent, "commit");
+        return store.publish(k, store.entryOf(b, data, expires), absent, "commit");
     }
 
     @Override

@@ -14,6 +14,8 @@ import dev.kvconnector.store.StoreUri;
 import dev.kvconnector.store.StoreView;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.EnumSet;
@@ -23,7 +25,6 @@ import java.util.List;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -72,17 +73,34 @@ public final class MemoryStore implements KVStore {
 
     /** A stored value; the index holds one reference, each reader or view one more. */
     final class Entry {
+        private static final VarHandle REFS;
+
+        static {
+            try {
+                REFS = MethodHandles.lookup().findVarHandle(Entry.class, "refs", int.class);
+            } catch (ReflectiveOperationException e) {
+                throw new ExceptionInInitializerError(e);
+            }
+        }
+
         final MemorySegment block;
         final MemorySegment data;
         final MemorySegment readOnly;
         final long expiresAtNanos;
-        final AtomicInteger refs = new AtomicInteger(1);
+        /** References, through {@link #REFS}: an int field rather than an {@code AtomicInteger} per value. */
+        @SuppressWarnings("unused")
+        private volatile int refs = 1;
 
-        Entry(MemorySegment block, long size, long expiresAtNanos) {
+        /** An entry of the {@code data} slice of {@code block} (its first bytes). */
+        Entry(MemorySegment block, MemorySegment data, long expiresAtNanos) {
             this.block = block;
-            this.data = block.asSlice(0, size);
+            this.data = data;
             this.readOnly = data.asReadOnly();
             this.expiresAtNanos = expiresAtNanos;
+        }
+
+        void retain() {
+            REFS.getAndAdd(this, 1);
         }
 
         boolean expired(long now) {
@@ -90,7 +108,7 @@ public final class MemoryStore implements KVStore {
         }
 
         void release() {
-            if (refs.decrementAndGet() == 0) {
+            if ((int) REFS.getAndAdd(this, -1) == 1) {
                 releaseBlock(block);
             }
         }
@@ -198,7 +216,7 @@ public final class MemoryStore implements KVStore {
             releaseBlock(block);
             throw closed ? closedError("put", key) : closedMidCopy;
         }
-        return publish(key, new Entry(block, size, expires), options.ifAbsent(), "put");
+        return publish(key, new Entry(block, block.asSlice(0, size), expires), options.ifAbsent(), "put");
     }
 
     /** Puts {@code fresh} into the index, or frees it (store closed, or if-absent lost the race). */
@@ -280,9 +298,9 @@ public final class MemoryStore implements KVStore {
         }
     }
 
-    /** A new entry over a committed claim's block. */
-    Entry entryOf(MemorySegment block, long size, long expiresAtNanos) {
-        return new Entry(block, size, expiresAtNanos);
+    /** A new entry over a committed claim's block, whose {@code data} slice the claim handed out. */
+    Entry entryOf(MemorySegment block, MemorySegment data, long expiresAtNanos) {
+        return new Entry(block, data, expiresAtNanos);
     }
 
     /** A view handle for this store. */
@@ -458,7 +476,7 @@ public final class MemoryStore implements KVStore {
             }
             Entry e = liveEntry(key, System.nanoTime());
             if (e != null) {
-                e.refs.incrementAndGet();
+                e.retain();
             }
             return e;
         } finally {
