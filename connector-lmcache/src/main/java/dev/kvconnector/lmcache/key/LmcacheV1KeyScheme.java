@@ -5,7 +5,6 @@ import dev.kvconnector.key.Granularity;
 import dev.kvconnector.key.KeyContext;
 import dev.kvconnector.key.KeyPlan;
 import dev.kvconnector.key.KeyScheme;
-import dev.kvconnector.key.LmcacheV0KeyScheme;
 import dev.kvconnector.key.RequestTokens;
 import java.util.ArrayList;
 import java.util.Collections;

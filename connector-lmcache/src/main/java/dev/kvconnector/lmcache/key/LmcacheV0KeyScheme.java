@@ -1,7 +1,13 @@
-package dev.kvconnector.key;
+package dev.kvconnector.lmcache.key;
 
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
+import dev.kvconnector.key.ChunkKeys;
+import dev.kvconnector.key.Granularity;
+import dev.kvconnector.key.KeyContext;
+import dev.kvconnector.key.KeyPlan;
+import dev.kvconnector.key.KeyScheme;
+import dev.kvconnector.key.RequestTokens;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
