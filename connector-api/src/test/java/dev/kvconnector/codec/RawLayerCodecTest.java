@@ -8,8 +8,8 @@ import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
 import dev.kvconnector.key.KeyContext;
 import dev.kvconnector.key.KeySchemes;
-import dev.kvconnector.key.LmcacheV0KeyScheme;
 import dev.kvconnector.key.RequestTokens;
+import dev.kvconnector.key.vllm.VllmV1KeyScheme;
 import dev.kvconnector.layout.KVLayout;
 import dev.kvconnector.tensor.DType;
 import java.lang.foreign.Arena;
@@ -66,9 +66,9 @@ class RawLayerCodecTest {
     @Test
     void aKeySchemeOfAnotherGranularityIsRefusedNamingBoth() {
         KVException e = assertThrows(KVException.class, () -> ObjectCodec.requirePair(
-                KeySchemes.byName(LmcacheV0KeyScheme.NAME), RawLayerCodec.INSTANCE));
+                KeySchemes.byName(VllmV1KeyScheme.NAME), RawLayerCodec.INSTANCE));
         assertEquals(ErrorCode.UNSUPPORTED, e.code());
-        assertTrue(e.getMessage().contains(LmcacheV0KeyScheme.NAME) && e.getMessage().contains(RawLayerCodec.NAME),
+        assertTrue(e.getMessage().contains(VllmV1KeyScheme.NAME) && e.getMessage().contains(RawLayerCodec.NAME),
                 e.getMessage());
         ObjectCodec.requirePair(KeySchemes.byName(KeySchemes.DEFAULT), RawLayerCodec.INSTANCE);
     }

@@ -136,9 +136,9 @@ class VllmV0CodecTest {
         assertEquals(RawLayerCodec.INSTANCE, ObjectCodecs.forScheme(KeySchemes.byName("kvc-v1"), MHA));
         try (KVStore store = KVStores.open("memory:?capacity=1MiB")) {
             KVException e = assertThrows(KVException.class,
-                    () -> StoreConnector.builder(store, MHA).keyScheme("lmcache-v0").build());
+                    () -> StoreConnector.builder(store, MHA).keyScheme("vllm-v1").build());
             assertEquals(ErrorCode.INVALID_ARGUMENT, e.code());
-            assertTrue(e.getMessage().contains("lmcache-v0 implies no codec"), e.getMessage());
+            assertTrue(e.getMessage().contains("vllm-v1 implies no codec"), e.getMessage());
         }
     }
 }

@@ -7,15 +7,18 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
+import dev.kvconnector.key.vllm.VllmV1KeyScheme;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 class KeySchemesTest {
     @Test
-    void byNameFindsAllThreeSchemesThroughServiceLoader() {
+    void byNameFindsEverySchemeOfConnectorApiThroughServiceLoader() {
         assertInstanceOf(KvcV1KeyScheme.class, KeySchemes.byName("kvc-v1"));
-        assertInstanceOf(LmcacheV0KeyScheme.class, KeySchemes.byName("lmcache-v0"));
         assertInstanceOf(VllmV0KeyScheme.class, KeySchemes.byName("vllm-v0"));
-        assertTrue(KeySchemes.all().keySet().containsAll(java.util.Set.of("kvc-v1", "lmcache-v0", "vllm-v0")));
+        assertInstanceOf(VllmV1KeyScheme.class, KeySchemes.byName("vllm-v1"));
+        assertEquals(Set.of("kvc-v1", "vllm-v0", "vllm-v1"), KeySchemes.all().keySet(),
+                "the LMCache schemes come from connector-lmcache, which connector-api does not see");
     }
 
     @Test
@@ -29,6 +32,6 @@ class KeySchemesTest {
         KVException e = assertThrows(KVException.class, () -> KeySchemes.byName("kvc-v9"));
         assertEquals(ErrorCode.INVALID_ARGUMENT, e.code());
         assertTrue(e.getMessage().contains("kvc-v9"), e.getMessage());
-        assertTrue(e.hint().contains("kvc-v1") && e.hint().contains("lmcache-v0") && e.hint().contains("vllm-v0"), e.hint());
+        assertTrue(e.hint().contains("kvc-v1") && e.hint().contains("vllm-v0") && e.hint().contains("vllm-v1"), e.hint());
     }
 }

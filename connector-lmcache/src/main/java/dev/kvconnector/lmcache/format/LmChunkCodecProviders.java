@@ -3,8 +3,8 @@ package dev.kvconnector.lmcache.format;
 import dev.kvconnector.codec.ObjectCodec;
 import dev.kvconnector.codec.ObjectCodecProvider;
 import dev.kvconnector.key.KeyScheme;
-import dev.kvconnector.key.LmcacheV0KeyScheme;
 import dev.kvconnector.layout.KVLayout;
+import dev.kvconnector.lmcache.key.LmcacheV0KeyScheme;
 import dev.kvconnector.lmcache.key.LmcacheV1KeyScheme;
 
 /**

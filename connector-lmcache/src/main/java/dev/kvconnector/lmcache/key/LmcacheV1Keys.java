@@ -63,18 +63,19 @@ public final class LmcacheV1Keys {
 
     private static String format(String model, int worldSize, int workerId, String hash, DType dtype, int layer,
                                  Map<String, String> tags) {
-        if (model == null || model.isEmpty() || model.indexOf('@') >= 0) {
-            throw invalid("the model name '" + model + "' is empty or holds '@', which separates the key's parts",
-                    null);
-        }
-        if (worldSize < 1 || workerId < 0 || workerId >= worldSize) {
-            throw invalid("worker " + workerId + " of world size " + worldSize + " is out of range", null);
-        }
-        if (hash == null || !HASH.matcher(hash).matches()) {
-            throw invalid("chunk hash '" + hash + "' is not lower-case hex", null);
-        }
-        StringBuilder sb = new StringBuilder(model).append('@').append(worldSize).append('@').append(workerId)
-                .append('@').append(hash).append('@').append(dtypeName(dtype));
+        return keyAfter(LmcacheKeyParts.workerPrefix(model, worldSize, workerId), hash, dtype, layer, tags);
+    }
+
+    /**
+     * The key after its {@code model@world_size@worker_id@} part, {@code workerPrefix}
+     * ({@link LmcacheKeyParts#workerPrefix}, which checks the model and worker).
+     *
+     * @param layer the layer index, or -1 for a whole-chunk key
+     * @param tags  the tags in key order, or null for none
+     */
+    static String keyAfter(String workerPrefix, String hash, DType dtype, int layer, Map<String, String> tags) {
+        requireHexHash(hash, null);
+        StringBuilder sb = new StringBuilder(workerPrefix).append(hash).append('@').append(dtypeName(dtype));
         if (layer >= 0) {
             sb.append('@').append(layer);
         }
@@ -102,11 +103,11 @@ public final class LmcacheV1Keys {
             throw invalid("a v1 key has at least 5 '@'-separated parts (model, world size, worker, hash, dtype); "
                     + "found " + parts.length, key);
         }
+        LmcacheKeyParts.requireModel(parts[0], key);
         int worldSize = parseInt(parts[1], "world size", key);
         int workerId = parseInt(parts[2], "worker id", key);
-        if (!HASH.matcher(parts[3]).matches()) {
-            throw invalid("chunk hash '" + parts[3] + "' is not lower-case hex", key);
-        }
+        LmcacheKeyParts.requireWorker(worldSize, workerId, key);
+        requireHexHash(parts[3], key);
         DType dtype = dtypeOf(parts[4]);
         int layer = -1;
         int i = 5;
@@ -121,9 +122,6 @@ public final class LmcacheV1Keys {
                 throw invalid("part '" + parts[i] + "' is neither a layer index nor a tag%value", key);
             }
             tags.put(parts[i].substring(0, pct), parts[i].substring(pct + 1));
-        }
-        if (parts[0].isEmpty() || workerId >= worldSize || worldSize < 1) {
-            throw invalid("empty model, or worker " + workerId + " outside world size " + worldSize, key);
         }
         return new Key(parts[0], worldSize, workerId, parts[3], dtype, layer, Collections.unmodifiableSequencedMap(
                 tags));
@@ -169,6 +167,12 @@ public final class LmcacheV1Keys {
         };
     }
 
+    private static void requireHexHash(String hash, String key) {
+        if (hash == null || !HASH.matcher(hash).matches()) {
+            throw invalid("chunk hash '" + hash + "' is not lower-case hex", key);
+        }
+    }
+
     private static int parseInt(String s, String what, String key) {
         try {
             return Integer.parseInt(s);
@@ -178,10 +182,6 @@ public final class LmcacheV1Keys {
     }
 
     private static KVException invalid(String detail, String key) {
-        KVException.Builder b = KVException.of(ErrorCode.INVALID_ARGUMENT, detail);
-        if (key != null) {
-            b.key(key);
-        }
-        return b.build();
+        return LmcacheKeyParts.invalid(detail, key).build();
     }
 }

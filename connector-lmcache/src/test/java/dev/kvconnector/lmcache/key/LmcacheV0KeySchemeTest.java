@@ -1,4 +1,4 @@
-package dev.kvconnector.key;
+package dev.kvconnector.lmcache.key;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -8,6 +8,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
+import dev.kvconnector.key.ChunkKeys;
+import dev.kvconnector.key.Granularity;
+import dev.kvconnector.key.KeyContext;
+import dev.kvconnector.key.KeyPlan;
+import dev.kvconnector.key.KeyScheme;
+import dev.kvconnector.key.KeySchemes;
+import dev.kvconnector.key.RequestTokens;
 import dev.kvconnector.layout.KVLayout;
 import java.util.List;
 import org.junit.jupiter.api.Test;
