@@ -65,6 +65,8 @@ public final class MemoryStore implements KVStore {
     private final ReentrantLock lock = new ReentrantLock();
     private final LinkedHashMap<String, Entry> index = new LinkedHashMap<>(64, 0.75f, true);
     private final KeptBlocks freeBlocks = new KeptBlocks();
+    /** Kept blocks that {@link #tryReserve} gave up, to be freed outside the lock; guarded by the lock. */
+    private final List<MemorySegment> freeLater = new ArrayList<>();
     private final Set<MemoryClaim> openClaims = Collections.newSetFromMap(new IdentityHashMap<>());
     /** The scope of every block: closed by {@link #close()} before any block is freed. */
     private final Arena scope = Arena.ofShared();
@@ -189,13 +191,14 @@ public final class MemoryStore implements KVStore {
         long expires = expiresAt(options);
         long blockBytes = blockSize(size);
         MemorySegment block;
-        List<MemorySegment> toFree = new ArrayList<>(0);
+        List<MemorySegment> toFree = List.of();
         lock.lock();
         try {
             if (options.ifAbsent() && liveEntry(key, System.nanoTime()) != null) {
                 return false;
             }
-            block = takeAndReserve(blockBytes, toFree);
+            block = takeAndReserve(blockBytes);
+            toFree = drainFreeLater();
         } finally {
             lock.unlock();
             toFree.forEach(MemoryStore::freeBlock);
@@ -257,13 +260,14 @@ public final class MemoryStore implements KVStore {
         checkFits(bytes, "tryClaim", key);
         long blockBytes = blockSize(bytes);
         MemorySegment block;
-        List<MemorySegment> toFree = new ArrayList<>(0);
+        List<MemorySegment> toFree = List.of();
         lock.lock();
         try {
             if (options.ifAbsent() && liveEntry(key, System.nanoTime()) != null) {
                 return ClaimResult.EXISTS;
             }
-            block = takeAndReserve(blockBytes, toFree);
+            block = takeAndReserve(blockBytes);
+            toFree = drainFreeLater();
         } finally {
             lock.unlock();
             toFree.forEach(MemoryStore::freeBlock);
@@ -341,13 +345,23 @@ public final class MemoryStore implements KVStore {
      * Reserves a block of {@code blockBytes}: a kept one, or null for the caller to allocate, or {@link #FULL}
      * (nothing reserved). Caller holds the lock.
      */
-    private MemorySegment takeAndReserve(long blockBytes, List<MemorySegment> toFree) {
+    private MemorySegment takeAndReserve(long blockBytes) {
         MemorySegment block = freeBlocks.take(blockBytes);
         if (block != null) {
             reservedBytes += blockBytes;
             return block;
         }
-        return tryReserve(blockBytes, toFree) ? null : FULL;
+        return tryReserve(blockBytes) ? null : FULL;
+    }
+
+    /** The blocks in {@link #freeLater}, which it empties; an empty list without allocating. Caller holds the lock. */
+    private List<MemorySegment> drainFreeLater() {
+        if (freeLater.isEmpty()) {
+            return List.of();
+        }
+        List<MemorySegment> out = List.copyOf(freeLater);
+        freeLater.clear();
+        return out;
     }
 
     /** Allocates a block tied to the store's scope; on failure the reservation is returned. */
@@ -411,18 +425,18 @@ public final class MemoryStore implements KVStore {
     /**
      * Makes room for {@code size} more bytes and reserves them: kept free blocks go first, then (with LRU eviction)
      * the least recently used entries. Reserved plus kept bytes never pass the capacity. Caller holds the lock;
-     * blocks to free after unlocking go into {@code toFree}.
+     * kept blocks given up go into {@link #freeLater}, for the caller to free after unlocking.
      *
      * @return false when there is no room (nothing reserved)
      */
-    private boolean tryReserve(long size, List<MemorySegment> toFree) {
+    private boolean tryReserve(long size) {
         if (reservedBytes + freeBlocks.bytes() + size > capacity) {
             purgeExpired();
         }
         Iterator<Map.Entry<String, Entry>> lru = index.entrySet().iterator();
         while (reservedBytes + freeBlocks.bytes() + size > capacity) {
             if (freeBlocks.bytes() > 0) {
-                toFree.add(freeBlocks.dropOne());
+                freeLater.add(freeBlocks.dropOne());
             } else if (evict && lru.hasNext()) {
                 Entry victim = lru.next().getValue();
                 lru.remove();
