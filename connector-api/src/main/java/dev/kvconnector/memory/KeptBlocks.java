@@ -1,8 +1,8 @@
 package dev.kvconnector.memory;
 
-import java.lang.foreign.MemorySegment;
 import java.util.ArrayDeque;
 import java.util.List;
+import java.util.function.ToLongFunction;
 import org.agrona.collections.Long2ObjectHashMap;
 
 /**
@@ -18,18 +18,27 @@ import org.agrona.collections.Long2ObjectHashMap;
  * <p>Allocation-free in steady state: sizes key an Agrona {@code Long2ObjectHashMap} (no boxing), and a size's
  * queue stays in the map when it empties, so that keeping and taking blocks of the same few sizes, as a store does
  * per layer, makes no object.
+ *
+ * @param <B> what the owner keeps per block: the block's segment, or an object holding it (and its slices) so that
+ *     those are reused too
  */
-public final class KeptBlocks {
+public final class KeptBlocks<B> {
     /** The smallest block worth keeping; malloc reuses smaller freed blocks from its own heap. */
     public static final long MIN_BYTES = 64 * 1024;
 
-    private final Long2ObjectHashMap<ArrayDeque<MemorySegment>> bySize = new Long2ObjectHashMap<>();
+    private final Long2ObjectHashMap<ArrayDeque<B>> bySize = new Long2ObjectHashMap<>();
+    private final ToLongFunction<B> sizeOf;
     private long bytes;
 
+    /** Keeps blocks whose size in bytes {@code sizeOf} tells. */
+    public KeptBlocks(ToLongFunction<B> sizeOf) {
+        this.sizeOf = sizeOf;
+    }
+
     /** A kept block of exactly {@code size} bytes, no longer kept; or null. */
-    public MemorySegment take(long size) {
-        ArrayDeque<MemorySegment> q = bySize.get(size);
-        MemorySegment block = q == null ? null : q.pollFirst();
+    public B take(long size) {
+        ArrayDeque<B> q = bySize.get(size);
+        B block = q == null ? null : q.pollFirst();
         if (block != null) {
             bytes -= size;
         }
@@ -37,22 +46,23 @@ public final class KeptBlocks {
     }
 
     /** Keeps {@code block} for a later {@link #take} of its size. */
-    public void keep(MemorySegment block) {
-        ArrayDeque<MemorySegment> q = bySize.get(block.byteSize());
+    public void keep(B block) {
+        long size = sizeOf.applyAsLong(block);
+        ArrayDeque<B> q = bySize.get(size);
         if (q == null) {
             q = new ArrayDeque<>();
-            bySize.put(block.byteSize(), q);
+            bySize.put(size, q);
         }
         q.addFirst(block);
-        bytes += block.byteSize();
+        bytes += size;
     }
 
     /** Stops keeping one block and returns it, for the owner to free; null when none is kept. */
-    public MemorySegment dropOne() {
-        for (ArrayDeque<MemorySegment> q : bySize.values()) {
-            MemorySegment block = q.pollFirst();
+    public B dropOne() {
+        for (ArrayDeque<B> q : bySize.values()) {
+            B block = q.pollFirst();
             if (block != null) {
-                bytes -= block.byteSize();
+                bytes -= sizeOf.applyAsLong(block);
                 return block;
             }
         }
@@ -60,7 +70,7 @@ public final class KeptBlocks {
     }
 
     /** Stops keeping every block and adds them to {@code out}, for the owner to free. */
-    public void drainTo(List<MemorySegment> out) {
+    public void drainTo(List<? super B> out) {
         bySize.values().forEach(out::addAll);
         bySize.clear();
         bytes = 0;

@@ -15,7 +15,7 @@ class KeptBlocksTest {
     @Test
     void takesOnlyABlockOfExactlyTheSizeAndCountsWhatItKeeps() {
         try (Arena arena = Arena.ofConfined()) {
-            KeptBlocks kept = new KeptBlocks();
+            KeptBlocks<MemorySegment> kept = new KeptBlocks<>(MemorySegment::byteSize);
             MemorySegment a = arena.allocate(128 << 10);
             MemorySegment b = arena.allocate(256 << 10);
             kept.keep(a);
@@ -34,7 +34,7 @@ class KeptBlocksTest {
     @Test
     void drainHandsEveryBlockBackAndKeepsNothing() {
         try (Arena arena = Arena.ofConfined()) {
-            KeptBlocks kept = new KeptBlocks();
+            KeptBlocks<MemorySegment> kept = new KeptBlocks<>(MemorySegment::byteSize);
             kept.keep(arena.allocate(64 << 10));
             kept.keep(arena.allocate(64 << 10));
             kept.keep(arena.allocate(1 << 20));
@@ -52,7 +52,7 @@ class KeptBlocksTest {
                 (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
         long tid = Thread.currentThread().threadId();
         try (Arena arena = Arena.ofConfined()) {
-            KeptBlocks kept = new KeptBlocks();
+            KeptBlocks<MemorySegment> kept = new KeptBlocks<>(MemorySegment::byteSize);
             MemorySegment layer = arena.allocate(4 << 20);
             MemorySegment chunk = arena.allocate(1 << 20);
             long best = Long.MAX_VALUE;

@@ -13,9 +13,7 @@ import java.lang.foreign.MemorySegment;
 final class MemoryClaim implements StoreClaim {
     private final MemoryStore store;
     private String key;
-    private MemorySegment block;
-    private MemorySegment segment;
-    private long expiresAtNanos;
+    private MemoryStore.Entry block;
     private boolean ifAbsent;
 
     MemoryClaim(MemoryStore store) {
@@ -37,17 +35,16 @@ final class MemoryClaim implements StoreClaim {
         return c;
     }
 
-    void hold(String claimKey, MemorySegment claimBlock, long bytes, long expires, boolean absent) {
+    /** Holds {@code entry}, prepared for the claimed size with the claim's one reference. */
+    void hold(String claimKey, MemoryStore.Entry entry, boolean absent) {
         this.key = claimKey;
-        this.block = claimBlock;
-        this.segment = claimBlock.asSlice(0, bytes);
-        this.expiresAtNanos = expires;
+        this.block = entry;
         this.ifAbsent = absent;
     }
 
     /** Empties the handle for the store's close and returns the block, for the store to free. */
-    MemorySegment dropAtClose() {
-        MemorySegment b = block;
+    MemoryStore.Entry dropAtClose() {
+        MemoryStore.Entry b = block;
         clear();
         return b;
     }
@@ -55,7 +52,7 @@ final class MemoryClaim implements StoreClaim {
     @Override
     public MemorySegment segment() {
         requireClaimed("segment");
-        return segment;
+        return block.data;
     }
 
     @Override
@@ -67,22 +64,20 @@ final class MemoryClaim implements StoreClaim {
     public boolean commit() {
         requireClaimed("commit");
         String k = key;
-        MemorySegment b = block;
-        MemorySegment data = segment;
-        long expires = expiresAtNanos;
+        MemoryStore.Entry b = block;
         boolean absent = ifAbsent;
         if (!store.closeClaim(this)) {
             clear();
             throw store.closedError("commit", k);
         }
         clear();
-        return store.publish(k, store.entryOf(b, data, expires), absent, "commit");
+        return store.publish(k, b, absent, "commit");
     }
 
     @Override
     public void abort() {
         if (block != null && store.closeClaim(this)) {
-            MemorySegment b = block;
+            MemoryStore.Entry b = block;
             clear();
             store.releaseBlock(b);
         } else {
@@ -104,6 +99,5 @@ final class MemoryClaim implements StoreClaim {
     private void clear() {
         key = null;
         block = null;
-        segment = null;
     }
 }

@@ -64,16 +64,20 @@ public final class MemoryStore implements KVStore {
     private final boolean evict;
     private final ReentrantLock lock = new ReentrantLock();
     private final LinkedHashMap<String, Entry> index = new LinkedHashMap<>(64, 0.75f, true);
-    private final KeptBlocks freeBlocks = new KeptBlocks();
+    private final KeptBlocks<Entry> freeBlocks = new KeptBlocks<>(Entry::blockBytes);
     /** Kept blocks that {@link #tryReserve} gave up, to be freed outside the lock; guarded by the lock. */
-    private final List<MemorySegment> freeLater = new ArrayList<>();
+    private final List<Entry> freeLater = new ArrayList<>();
     private final Set<MemoryClaim> openClaims = Collections.newSetFromMap(new IdentityHashMap<>());
     /** The scope of every block: closed by {@link #close()} before any block is freed. */
     private final Arena scope = Arena.ofShared();
     private long reservedBytes;
     private volatile boolean closed;
 
-    /** A stored value; the index holds one reference, each reader or view one more. */
+    /**
+     * A block and the value it holds; the index holds one reference, each reader, view or open claim one more. At
+     * zero references the block is freed or kept, with this entry and its slices, for the next value of its size
+     * ({@link KeptBlocks}), so that a steady stream of same-sized values makes no object.
+     */
     final class Entry {
         private static final VarHandle REFS;
 
@@ -86,19 +90,31 @@ public final class MemoryStore implements KVStore {
         }
 
         final MemorySegment block;
-        final MemorySegment data;
-        final MemorySegment readOnly;
-        final long expiresAtNanos;
+        /** The value: the block's first bytes. Set by {@link #prepare} before the entry is published. */
+        MemorySegment data;
+        MemorySegment readOnly;
+        long expiresAtNanos;
         /** References, through {@link #REFS}: an int field rather than an {@code AtomicInteger} per value. */
         @SuppressWarnings("unused")
-        private volatile int refs = 1;
+        private volatile int refs;
 
-        /** An entry of the {@code data} slice of {@code block} (its first bytes). */
-        Entry(MemorySegment block, MemorySegment data, long expiresAtNanos) {
+        Entry(MemorySegment block) {
             this.block = block;
-            this.data = data;
-            this.readOnly = data.asReadOnly();
-            this.expiresAtNanos = expiresAtNanos;
+        }
+
+        long blockBytes() {
+            return block.byteSize();
+        }
+
+        /** Readies this entry for a new value of {@code size} bytes, with one reference: its owner's. */
+        Entry prepare(long size, long expires) {
+            if (data == null || data.byteSize() != size) {
+                data = block.asSlice(0, size);
+                readOnly = data.asReadOnly();
+            }
+            expiresAtNanos = expires;
+            REFS.setRelease(this, 1);
+            return this;
         }
 
         void retain() {
@@ -111,7 +127,7 @@ public final class MemoryStore implements KVStore {
 
         void release() {
             if ((int) REFS.getAndAdd(this, -1) == 1) {
-                releaseBlock(block);
+                releaseBlock(this);
             }
         }
     }
@@ -190,8 +206,8 @@ public final class MemoryStore implements KVStore {
         checkFits(size, "put", key);
         long expires = expiresAt(options);
         long blockBytes = blockSize(size);
-        MemorySegment block;
-        List<MemorySegment> toFree = List.of();
+        Entry block;
+        List<Entry> toFree = List.of();
         lock.lock();
         try {
             if (options.ifAbsent() && liveEntry(key, System.nanoTime()) != null) {
@@ -203,7 +219,7 @@ public final class MemoryStore implements KVStore {
             lock.unlock();
             toFree.forEach(MemoryStore::freeBlock);
         }
-        if (block == FULL) {
+        if (block == full) {
             throw KVException.of(ErrorCode.STORE_FULL, "no room for " + blockBytes + " bytes: " + usedBytes() + " of "
                     + capacity + " bytes in use" + (evict ? ", held by readers, views or open claims" : ""))
                     .store(uri).operation("put").key(key)
@@ -213,13 +229,14 @@ public final class MemoryStore implements KVStore {
         if (block == null) {
             block = allocateBlock(blockBytes, "put", key);
         }
+        block.prepare(size, expires);
         try {
-            MemorySegment.copy(value, 0, block, 0, size);
+            MemorySegment.copy(value, 0, block.data, 0, size);
         } catch (IllegalStateException closedMidCopy) {
-            releaseBlock(block);
+            block.release();
             throw closed ? closedError("put", key) : closedMidCopy;
         }
-        return publish(key, new Entry(block, block.asSlice(0, size), expires), options.ifAbsent(), "put");
+        return publish(key, block, options.ifAbsent(), "put");
     }
 
     /** Puts {@code fresh} into the index, or frees it (store closed, or if-absent lost the race). */
@@ -259,8 +276,8 @@ public final class MemoryStore implements KVStore {
         }
         checkFits(bytes, "tryClaim", key);
         long blockBytes = blockSize(bytes);
-        MemorySegment block;
-        List<MemorySegment> toFree = List.of();
+        Entry block;
+        List<Entry> toFree = List.of();
         lock.lock();
         try {
             if (options.ifAbsent() && liveEntry(key, System.nanoTime()) != null) {
@@ -272,7 +289,7 @@ public final class MemoryStore implements KVStore {
             lock.unlock();
             toFree.forEach(MemoryStore::freeBlock);
         }
-        if (block == FULL) {
+        if (block == full) {
             return ClaimResult.FULL;
         }
         if (block == null) {
@@ -281,7 +298,7 @@ public final class MemoryStore implements KVStore {
         lock.lock();
         try {
             if (!closed) {
-                c.hold(key, block, bytes, expiresAt(options), options.ifAbsent());
+                c.hold(key, block.prepare(bytes, expiresAt(options)), options.ifAbsent());
                 openClaims.add(c);
                 return ClaimResult.CLAIMED;
             }
@@ -300,11 +317,6 @@ public final class MemoryStore implements KVStore {
         } finally {
             lock.unlock();
         }
-    }
-
-    /** A new entry over a committed claim's block, whose {@code data} slice the claim handed out. */
-    Entry entryOf(MemorySegment block, MemorySegment data, long expiresAtNanos) {
-        return new Entry(block, data, expiresAtNanos);
     }
 
     /** A view handle for this store. */
@@ -338,35 +350,35 @@ public final class MemoryStore implements KVStore {
         return ttl > 0 ? nonZero(System.nanoTime() + ttl * 1_000_000L) : 0;
     }
 
-    /** Marks "no room" from {@link #takeAndReserve}; never freed or written. */
-    private static final MemorySegment FULL = MemorySegment.NULL;
+    /** Marks "no room" from {@link #takeAndReserve}; never freed, prepared or published. */
+    private final Entry full = new Entry(MemorySegment.NULL);
 
     /**
-     * Reserves a block of {@code blockBytes}: a kept one, or null for the caller to allocate, or {@link #FULL}
+     * Reserves a block of {@code blockBytes}: a kept one, or null for the caller to allocate, or {@link #full}
      * (nothing reserved). Caller holds the lock.
      */
-    private MemorySegment takeAndReserve(long blockBytes) {
-        MemorySegment block = freeBlocks.take(blockBytes);
+    private Entry takeAndReserve(long blockBytes) {
+        Entry block = freeBlocks.take(blockBytes);
         if (block != null) {
             reservedBytes += blockBytes;
             return block;
         }
-        return tryReserve(blockBytes) ? null : FULL;
+        return tryReserve(blockBytes) ? null : full;
     }
 
     /** The blocks in {@link #freeLater}, which it empties; an empty list without allocating. Caller holds the lock. */
-    private List<MemorySegment> drainFreeLater() {
+    private List<Entry> drainFreeLater() {
         if (freeLater.isEmpty()) {
             return List.of();
         }
-        List<MemorySegment> out = List.copyOf(freeLater);
+        List<Entry> out = List.copyOf(freeLater);
         freeLater.clear();
         return out;
     }
 
     /** Allocates a block tied to the store's scope; on failure the reservation is returned. */
     @SuppressWarnings("restricted")
-    private MemorySegment allocateBlock(long blockBytes, String op, String key) {
+    private Entry allocateBlock(long blockBytes, String op, String key) {
         MemorySegment raw;
         try {
             raw = NativeMemory.allocate(blockBytes);
@@ -375,7 +387,7 @@ public final class MemoryStore implements KVStore {
             throw e;
         }
         try {
-            return raw.reinterpret(scope, null);
+            return new Entry(raw.reinterpret(scope, null));
         } catch (IllegalStateException closedMeanwhile) {
             NativeMemory.free(raw);
             unreserve(blockBytes);
@@ -383,10 +395,10 @@ public final class MemoryStore implements KVStore {
         }
     }
 
-    /** Frees a block, also after its scope closed (free takes the address alone). */
+    /** Frees an entry's block, also after its scope closed (free takes the address alone). */
     @SuppressWarnings("restricted")
-    private static void freeBlock(MemorySegment block) {
-        NativeMemory.free(MemorySegment.ofAddress(block.address()).reinterpret(block.byteSize()));
+    private static void freeBlock(Entry entry) {
+        NativeMemory.free(MemorySegment.ofAddress(entry.block.address()).reinterpret(entry.block.byteSize()));
     }
 
     private static long nonZero(long t) {
@@ -403,9 +415,9 @@ public final class MemoryStore implements KVStore {
         return block <= capacity ? block : size;
     }
 
-    /** Returns a block's bytes to the capacity: kept for reuse while it fits, else freed. */
-    void releaseBlock(MemorySegment block) {
-        long size = block.byteSize();
+    /** Returns an entry's block to the capacity: kept for reuse, with the entry, while it fits, else freed. */
+    void releaseBlock(Entry block) {
+        long size = block.blockBytes();
         boolean keep;
         lock.lock();
         try {
@@ -598,7 +610,7 @@ public final class MemoryStore implements KVStore {
         for (MemoryClaim c : claims) {
             releaseBlock(c.dropAtClose());
         }
-        List<MemorySegment> kept = new ArrayList<>();
+        List<Entry> kept = new ArrayList<>();
         lock.lock();
         try {
             freeBlocks.drainTo(kept);

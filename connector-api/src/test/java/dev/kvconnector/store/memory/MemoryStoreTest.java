@@ -266,4 +266,34 @@ class MemoryStoreTest {
                     () -> s.tryView("k", t.newView())).code());
         }
     }
+
+    @Test
+    void aSteadyStreamOfSameSizedClaimsViewsAndPutsReusesEntriesAndSlices() {
+        com.sun.management.ThreadMXBean mx =
+                (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+        long tid = Thread.currentThread().threadId();
+        try (MemoryStore store = MemoryStore.withCapacity(16L << 20); Arena arena = Arena.ofConfined()) {
+            MemorySegment value = Segments.random(arena, 1 << 20, 21);
+            StoreClaim claim = store.newClaim();
+            StoreView view = store.newView();
+            long best = Long.MAX_VALUE;
+            int cycles = 2_000;
+            for (int round = 0; round < 20; round++) {
+                long before = mx.getThreadAllocatedBytes(tid);
+                for (int i = 0; i < cycles; i++) {
+                    assertEquals(ClaimResult.CLAIMED, store.tryClaim("k", value.byteSize(), PutOptions.DEFAULT, claim));
+                    MemorySegment.copy(value, 0, claim.segment(), 0, 4096);
+                    assertTrue(claim.commit());
+                    assertEquals(value.byteSize(), store.tryView("k", view));
+                    view.release();
+                    assertTrue(store.put("p", value, PutOptions.DEFAULT));
+                    assertTrue(store.remove("k") && store.remove("p"));
+                }
+                best = Math.min(best, mx.getThreadAllocatedBytes(tid) - before);
+            }
+            // What is left is the index's map node per stored value (LinkedHashMap), about 40 bytes.
+            assertTrue(best < 2 * 64L * cycles, cycles + " cycles of two stored values allocated " + best + " bytes");
+            assertEquals(0, store.count());
+        }
+    }
 }
