@@ -45,7 +45,7 @@ final class OffHeapLruCache {
 
     private final ReentrantLock lock = new ReentrantLock();
     private final LinkedHashMap<String, Value> entries = new LinkedHashMap<>(1024, 0.75f, true);
-    private final KeptBlocks kept = new KeptBlocks();
+    private final KeptBlocks<MemorySegment> kept = new KeptBlocks<>(MemorySegment::byteSize);
     private final NativeHeap heap;
     private final long capacityBytes;
     private long storedBytes;
