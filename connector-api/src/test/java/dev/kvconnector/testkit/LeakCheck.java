@@ -173,7 +173,8 @@ public final class LeakCheck implements BeforeEachCallback, AfterEachCallback {
         });
         if (!mapped.isEmpty()) {
             found.add(mapped.size() + " file(s) still mapped: " + mapped.entrySet().stream()
-                    .map(e -> e.getKey() + " (" + e.getValue() + " more mapping(s))").collect(Collectors.joining(", ")));
+                    .map(e -> e.getKey() + " (" + e.getValue() + " more mapping(s))")
+                    .collect(Collectors.joining(", ")));
         }
         after.liveStores().forEach((store, n) -> {
             long was = before.liveStores().getOrDefault(store, 0L);

@@ -18,9 +18,14 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeSet;
 import java.util.concurrent.CountDownLatch;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.condition.EnabledOnOs;
 import org.junit.jupiter.api.condition.OS;
@@ -34,6 +39,10 @@ import org.opentest4j.AssertionFailedError;
  */
 class LeakCheckTest {
     private static final Duration SHORT_GRACE = Duration.ofMillis(200);
+    /** Threads that kvconnector's commands hand to {@code Runtime.addShutdownHook}: they run only at JVM exit. */
+    private static final Set<String> SHUTDOWN_HOOKS = Set.of("kvctl-demo-cleanup", "xpyd-proxy-shutdown");
+    /** A thread name written as a literal: {@code Thread.ofPlatform().name("x")} or {@code new Thread(r, "x")}. */
+    private static final Pattern THREAD_NAME = Pattern.compile("(?:\\.name\\(|new Thread\\([^,()]+, *)\"([^\"]+)\"");
 
     @TempDir
     Path dir;
@@ -167,6 +176,29 @@ class LeakCheckTest {
         }
         check.beforeEach(context);
         check.afterEach(context);
+    }
+
+    @Test
+    void everyThreadNameInTheMainSourcesIsWatchedOrAShutdownHook() throws IOException {
+        Path root = Path.of("").toAbsolutePath().getParent();
+        Set<String> names = new TreeSet<>();
+        try (Stream<Path> modules = Files.list(root)) {
+            for (Path main : modules.map(m -> m.resolve("src/main/java")).filter(Files::isDirectory).toList()) {
+                try (Stream<Path> sources = Files.walk(main)) {
+                    for (Path source : sources.filter(f -> f.toString().endsWith(".java")).toList()) {
+                        Matcher m = THREAD_NAME.matcher(Files.readString(source));
+                        while (m.find()) {
+                            names.add(m.group(1));
+                        }
+                    }
+                }
+            }
+        }
+        assertTrue(names.contains("kvconnector-io-"), "found no StoreConnector I/O thread in " + root + ": " + names);
+        List<String> unwatched = names.stream().filter(n -> !SHUTDOWN_HOOKS.contains(n))
+                .filter(n -> LeakCheck.OWNED_THREAD_PREFIXES.stream().noneMatch(n::startsWith)).toList();
+        assertEquals(List.of(), unwatched, "threads started in the main sources whose names no prefix of "
+                + "LeakCheck.OWNED_THREAD_PREFIXES covers: add them there");
     }
 
     private static LeakCheck.Snapshot snapshot(Map<String, Long> liveStores) {
