@@ -105,8 +105,9 @@ class MooncakeSetupTest {
     }
 
     @Test
-    void aSetupThatOutlivesItsDeadlineFailsWithTimeoutAtTheDeadline() throws IOException {
-        String master = "127.0.0.1:" + freePort();
+    void aSetupThatOutlivesItsDeadlineFailsWithTimeoutAtTheDeadline() throws IOException, InterruptedException {
+        int port = freePort();
+        String master = "127.0.0.1:" + port;
         long t0 = System.nanoTime();
         KVException e = assertThrows(KVException.class,
                 () -> open(master, "&probe-timeout=0&setup-timeout=800ms"));
@@ -116,6 +117,19 @@ class MooncakeSetupTest {
                 e.getMessage());
         assertTrue(e.hint().contains("local_hostname=HOST:PORT"), e.hint());
         assertTrue(took >= 800 && took < 3_000, "failed after " + took + " ms; the double's retries take 20 s");
+        // The abandoned setup retries until the master answers; then it returns and its thread destroys the client.
+        try (ServerSocket reachable = new ServerSocket(port, 50, InetAddress.getLoopbackAddress())) {
+            long deadline = System.nanoTime() + 5_000_000_000L;
+            while (setupThreadAlive()) {
+                assertTrue(System.nanoTime() < deadline, "the abandoned setup did not return within 5 s of the master "
+                        + master + " answering");
+                Thread.sleep(20);
+            }
+        }
+    }
+
+    private static boolean setupThreadAlive() {
+        return Thread.getAllStackTraces().keySet().stream().anyMatch(t -> t.getName().equals("mooncake-setup"));
     }
 
     @Test
