@@ -44,7 +44,8 @@ import org.junit.jupiter.api.extension.ExtensionContext;
  *       whose arena was not closed. Shared libraries, jars and the JDK's own files are not counted: loading a
  *       library maps it for the life of the process;
  *   <li>stores whose arenas only a counter of their own sees ({@link #STORE_COUNTERS}, read when that module is on
- *       the class path): a {@code mooncake://} store keeps its native client and staging in two shared arenas.
+ *       the class path): a {@code memory:} store holds a shared arena even when empty, a {@code mooncake://}
+ *       store its native client and staging in two.
  * </ul>
  * Registered for every test through JUnit's extension auto-detection (the parent pom turns it on), so every module
  * that has this test-jar on its class path gets it.
@@ -73,7 +74,8 @@ public final class LeakCheck implements BeforeEachCallback, AfterEachCallback {
      * Classes with a static {@code long liveStores()} that counts their instances whose arenas are open, for stores
      * whose arenas leave no trace that a process-wide look can find.
      */
-    static final List<String> STORE_COUNTERS = List.of("dev.kvconnector.mooncake.MooncakeStore");
+    static final List<String> STORE_COUNTERS = List.of("dev.kvconnector.store.memory.MemoryStore",
+            "dev.kvconnector.mooncake.MooncakeStore");
 
     private static final ExtensionContext.Namespace NS = ExtensionContext.Namespace.create(LeakCheck.class);
     private static final Path MAPS = Path.of("/proc/self/maps");

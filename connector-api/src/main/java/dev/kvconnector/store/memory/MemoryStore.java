@@ -25,6 +25,7 @@ import java.util.List;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -58,6 +59,7 @@ public final class MemoryStore implements KVStore {
     public static final long DEFAULT_CAPACITY = 1L << 30;
     static final Set<String> OPTIONS = Set.of("capacity", "ttl", "eviction");
 
+    private static final AtomicLong LIVE_STORES = new AtomicLong();
     private final String uri;
     private final long capacity;
     private final long defaultTtlMillis;
@@ -137,6 +139,12 @@ public final class MemoryStore implements KVStore {
         this.capacity = capacity;
         this.defaultTtlMillis = defaultTtlMillis;
         this.evict = evict;
+        LIVE_STORES.incrementAndGet();
+    }
+
+    /** Stores opened and not yet closed in this process: for leak checks (an open store holds a shared arena). */
+    public static long liveStores() {
+        return LIVE_STORES.get();
     }
 
     /** Opens a store from a parsed {@code memory:} URI. */
@@ -604,6 +612,7 @@ public final class MemoryStore implements KVStore {
             lock.unlock();
         }
         scope.close();
+        LIVE_STORES.decrementAndGet();
         for (Entry e : entries) {
             e.release();
         }
