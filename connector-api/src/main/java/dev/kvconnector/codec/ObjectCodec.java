@@ -51,6 +51,14 @@ public interface ObjectCodec {
     }
 
     /**
+     * Tokens per chunk for this codec's objects, given the configured chunk size: the configured one for codecs
+     * whose objects take any; a codec whose objects hold a fixed number of tokens returns that number.
+     */
+    default int chunkTokens(KVLayout layout, int configured) {
+        return configured;
+    }
+
+    /**
      * Checks that {@code codec} lays out the objects that {@code scheme} names.
      *
      * @throws KVException {@link ErrorCode#UNSUPPORTED} naming both, their granularities and the likely fix

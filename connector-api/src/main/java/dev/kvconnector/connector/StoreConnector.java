@@ -105,8 +105,15 @@ public final class StoreConnector implements KVStoreConnector {
         }
         ObjectCodec.requirePair(scheme, codec);
         codec.requireStore(store.uri());
+        int chunkTokens = codec.chunkTokens(layout, b.chunkTokens);
+        if (b.chunkTokensSet && chunkTokens != b.chunkTokens) {
+            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "codec " + codec.name() + " stores one object per "
+                            + chunkTokens + " tokens, but chunkTokens(" + b.chunkTokens + ") was set")
+                    .store(store.uri()).operation("connect")
+                    .hint("drop chunkTokens, or set it to " + chunkTokens).build();
+        }
         this.keyContext = new KeyContext(b.modelId == null ? layout.name() : b.modelId, layout, b.tpRank, b.worldSize,
-                b.chunkTokens);
+                chunkTokens);
         this.dropMode = b.dropMode;
         this.putOptions = PutOptions.DEFAULT.withTtlMillis(b.ttlMillis);
         this.layerPutOptions = putOptions.withImmutable(scheme.contentAddressed());
@@ -515,6 +522,7 @@ public final class StoreConnector implements KVStoreConnector {
         private int tpRank;
         private int worldSize = 1;
         private int chunkTokens = ConnectorConfiguration.chunkTokens();
+        private boolean chunkTokensSet;
         private DropMode dropMode = ConnectorConfiguration.dropMode();
         private long ttlMillis = ConnectorConfiguration.ttlMillis();
         private boolean checksums = ConnectorConfiguration.checksums();
@@ -582,9 +590,13 @@ public final class StoreConnector implements KVStoreConnector {
             return this;
         }
 
-        /** Tokens per chunk, the granularity of prefix matching (default 256). */
+        /**
+         * Tokens per chunk, the granularity of prefix matching (default 256). A codec whose objects hold a fixed
+         * number of tokens (vLLM V1's: one block) sets it; setting another number is then an error.
+         */
         public Builder chunkTokens(int tokens) {
             this.chunkTokens = tokens;
+            this.chunkTokensSet = true;
             return this;
         }
 
