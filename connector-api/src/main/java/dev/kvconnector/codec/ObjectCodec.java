@@ -58,6 +58,11 @@ public interface ObjectCodec {
         return configured;
     }
 
+    /** Whether this codec's plans lay out hidden-state objects ({@link ObjectPlan#hiddenKey} is not null). */
+    default boolean holdsHiddenStates() {
+        return true;
+    }
+
     /**
      * Checks that {@code codec} lays out the objects that {@code scheme} names.
      *

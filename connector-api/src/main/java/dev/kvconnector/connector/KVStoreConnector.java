@@ -56,6 +56,15 @@ public interface KVStoreConnector extends AutoCloseable {
     /** The model, layout, rank and chunk size this connector binds every request's keys to. */
     KeyContext keyContext();
 
+    /**
+     * Whether this connector's objects carry hidden states: when false (vLLM V1's and LMCache's formats hold KV
+     * alone), {@code putHidden} and a {@link DropTarget} with hidden states are refused, and an engine that needs
+     * the last position's output recomputes the last prompt token, as vLLM does.
+     */
+    default boolean holdsHiddenStates() {
+        return true;
+    }
+
     /** Where this connector moves KV, for messages: a store URI or a peer, secrets masked. */
     String endpoint();
 

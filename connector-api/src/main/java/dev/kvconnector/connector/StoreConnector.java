@@ -280,6 +280,11 @@ public final class StoreConnector implements KVStoreConnector {
         return layout;
     }
 
+    @Override
+    public boolean holdsHiddenStates() {
+        return codec.holdsHiddenStates();
+    }
+
     /** {@code layout().fingerprint()}, hashed once. */
     long layoutFingerprint() {
         return layoutFingerprint;

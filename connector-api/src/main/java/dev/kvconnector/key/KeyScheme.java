@@ -20,6 +20,14 @@ public interface KeyScheme {
         return false;
     }
 
+    /**
+     * Whether keys bind a request's namespace ({@link RequestTokens#inNamespace}); a scheme that returns false
+     * refuses a request with one (vLLM's and LMCache's keys have no place for it). Default true.
+     */
+    default boolean bindsNamespace() {
+        return true;
+    }
+
     /** Computes every key of {@code request}. */
     KeyPlan plan(KeyContext context, RequestTokens request);
 }

@@ -39,6 +39,12 @@ public final class VllmV0KeyScheme implements KeyScheme {
         return NAME;
     }
 
+    /** vLLM V0 keys hold no request namespace. */
+    @Override
+    public boolean bindsNamespace() {
+        return false;
+    }
+
     @Override
     public Granularity granularity() {
         return Granularity.WHOLE_REQUEST;

@@ -22,6 +22,19 @@ class KeySchemesTest {
     }
 
     @Test
+    void onlyKvcV1KeysBindARequestNamespaceAndTheOthersRefuseOne() {
+        assertTrue(KeySchemes.byName("kvc-v1").bindsNamespace());
+        KeyContext context = new KeyContext("m", dev.kvconnector.layout.KVLayout.preset("llama3-8b"), 0, 1, 16);
+        for (String name : new String[] {"vllm-v0", "vllm-v1"}) {
+            KeyScheme scheme = KeySchemes.byName(name);
+            assertTrue(!scheme.bindsNamespace(), name);
+            KVException e = assertThrows(KVException.class,
+                    () -> scheme.plan(context, RequestTokens.of(new int[32]).inNamespace("req-1")));
+            assertTrue(e.getMessage().contains("namespace"), e.getMessage());
+        }
+    }
+
+    @Test
     void defaultSchemeIsKvcV1() {
         assertEquals(Granularity.CHUNK_LAYER, KeySchemes.byName(KeySchemes.DEFAULT).granularity());
         assertEquals(KeySchemes.DEFAULT, KvcV1KeyScheme.NAME);

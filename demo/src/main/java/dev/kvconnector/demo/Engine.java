@@ -40,7 +40,8 @@ import org.slf4j.LoggerFactory;
  *       without running the prefill. On any miss it recomputes, counts the miss by reason and logs it at INFO.</li>
  * </ul>
  * The store keys live in the namespace of {@code kv_transfer_params.transfer_id} when one is given, so the prefill
- * and decode halves of one proxied request agree on keys.
+ * and decode halves of one proxied request agree on keys; with a key scheme that binds no namespace (vllm-v1) they
+ * are the prompt's own, shared by every request with the same prefix.
  *
  * <p>Thread-safe: concurrent requests get their own blocks from the allocator. The engine owns its cache and
  * frees it on {@link #close()}; the connector belongs to the caller.
@@ -53,6 +54,9 @@ public final class Engine implements AutoCloseable {
     private final Transformer model;
     private final KVRole role;
     private final KVStoreConnector connector;
+    /** Whether the connector's objects carry the hidden states (kvc-v1's do, vllm-v1's do not). */
+    private final boolean hiddenStates;
+    private final boolean namespaced;
     private final boolean layerWise;
     private final PagedKVCache cache;
     private final BlockAllocator blocks;
@@ -74,6 +78,8 @@ public final class Engine implements AutoCloseable {
         this.model = new Transformer(b.weights);
         this.role = b.role;
         this.connector = b.connector;
+        this.hiddenStates = connector == null || connector.holdsHiddenStates();
+        this.namespaced = b.namespaced;
         this.layerWise = b.layerWise;
         this.cache = PagedKVCache.allocate(config.kvLayout(), b.cacheBlocks);
         this.blocks = new BlockAllocator(b.cacheBlocks);
@@ -109,7 +115,7 @@ public final class Engine implements AutoCloseable {
             // A NIXL-style proxy names no transfer: choose one and answer it, so the proxy forwards it to D.
             transferId = UUID.randomUUID().toString();
         }
-        RequestTokens request = transferId == null ? RequestTokens.of(prompt)
+        RequestTokens request = transferId == null || !namespaced ? RequestTokens.of(prompt)
                 : RequestTokens.of(prompt).inNamespace(transferId);
         int total = prompt.length + maxTokens;
         int[] ids = blocks.allocate((total + ModelConfig.BLOCK_SIZE - 1) / ModelConfig.BLOCK_SIZE);
@@ -175,15 +181,28 @@ public final class Engine implements AutoCloseable {
         static final Prefill NONE = new Prefill(0, null, -1);
     }
 
+    /**
+     * Drop-selects the prompt's KV, and its hidden states where the connector's objects hold them. Without them
+     * (vllm-v1) the first generated token needs the last prompt position's output, so the last prompt token is
+     * recomputed, as vLLM does; a load of every full block counts as complete, since only full blocks are stored.
+     */
     private Prefill load(RequestTokens request, BlockTable table, String transferId) {
         int tokens = request.totalTokens();
         int h = config.hiddenSize();
         long hiddenBytes = (long) tokens * h * Float.BYTES;
-        MemorySegment hidden = hiddenPool.acquire(hiddenBytes);
+        MemorySegment hidden = hiddenStates ? hiddenPool.acquire(hiddenBytes) : null;
         try {
-            Tensor hiddenTensor = Tensor.host(TensorSpec.of(DType.FP32, tokens, h), hidden.asSlice(0, hiddenBytes));
-            DropTarget target = DropTarget.paged(cache, table).withHidden(hiddenTensor);
+            DropTarget target = DropTarget.paged(cache, table);
+            if (hidden != null) {
+                target = target.withHidden(Tensor.host(TensorSpec.of(DType.FP32, tokens, h),
+                        hidden.asSlice(0, hiddenBytes)));
+            }
             DropResult r = layerWise ? loadLayerWise(request, target) : connector.dropSelect(request, target);
+            if (hidden == null && r.isHit()) {
+                int loadable = tokens - tokens % connector.keyContext().chunkTokens();
+                (r.matchedTokens() >= loadable ? loaded : partial).increment();
+                return new Prefill(Math.min(r.matchedTokens(), tokens - 1), null, -1);
+            }
             if (r.isComplete()) {
                 loaded.increment();
                 float[] last = new float[h];
@@ -207,7 +226,9 @@ public final class Engine implements AutoCloseable {
                     connector.endpoint(), e.getMessage());
             return Prefill.NONE;
         } finally {
-            hiddenPool.release(hidden);
+            if (hidden != null) {
+                hiddenPool.release(hidden);
+            }
         }
     }
 
@@ -304,8 +325,10 @@ public final class Engine implements AutoCloseable {
         long bytes = (long) tokens * h * Float.BYTES;
         MemorySegment seg = hiddenPool.acquire(bytes);
         try (insert) {
-            MemorySegment.copy(hidden, 0, seg, ValueLayout.JAVA_FLOAT, 0, tokens * h);
-            insert.putHidden(Tensor.host(TensorSpec.of(DType.FP32, tokens, h), seg.asSlice(0, bytes)));
+            if (hiddenStates) {
+                MemorySegment.copy(hidden, 0, seg, ValueLayout.JAVA_FLOAT, 0, tokens * h);
+                insert.putHidden(Tensor.host(TensorSpec.of(DType.FP32, tokens, h), seg.asSlice(0, bytes)));
+            }
             insert.commit();
             inserts.increment();
             return true;
@@ -364,6 +387,7 @@ public final class Engine implements AutoCloseable {
         private final ModelWeights weights;
         private KVRole role = KVRole.NONE;
         private KVStoreConnector connector;
+        private boolean namespaced = true;
         private boolean layerWise;
         private int cacheBlocks;
 
@@ -383,6 +407,12 @@ public final class Engine implements AutoCloseable {
         /** Whether a consumer loads layer by layer, as the producer stores them (default false: after the commit). */
         public Builder layerWise(boolean on) {
             this.layerWise = on;
+            return this;
+        }
+
+        /** Whether requests' keys live in their transfer's namespace (default true; false for vllm-v1 keys). */
+        public Builder namespaced(boolean on) {
+            this.namespaced = on;
             return this;
         }
 

@@ -1,6 +1,8 @@
 package dev.kvconnector.demo;
 
+import dev.kvconnector.connector.DropMode;
 import dev.kvconnector.connector.KVStoreConnector;
+import dev.kvconnector.key.KeySchemes;
 import dev.kvconnector.store.KVStore;
 import dev.kvconnector.store.KVStores;
 import dev.kvconnector.error.ErrorCode;
@@ -34,6 +36,10 @@ public final class EngineCommand implements Callable<Integer> {
 
     @Option(names = "--seed", defaultValue = "0", description = "Seed of the model's weights (default ${DEFAULT-VALUE}).")
     long seed;
+
+    @Option(names = "--scheme", defaultValue = "kvc-v1",
+            description = "Key scheme, with the codec it implies: kvc-v1 or vllm-v1 (default ${DEFAULT-VALUE}).")
+    String scheme;
 
     @Option(names = "--layer-wise", description = "Load KV layer by layer as the producer stores it.")
     boolean layerWise;
@@ -89,14 +95,18 @@ public final class EngineCommand implements Callable<Integer> {
         ModelConfig config = tiny ? ModelConfig.tiny(seed) : ModelConfig.small(seed);
         ModelWeights weights = weightsFile == null ? ModelWeights.random(config) : ModelWeights.load(config, weightsFile);
         KVStore kvStore = kvRole == KVRole.NONE ? null : KVStores.open(store);
+        boolean namespaced = KeySchemes.byName(scheme).bindsNamespace();
         KVStoreConnector connector = null;
         Engine engine = null;
         try {
             if (kvStore != null) {
                 connector = KVStoreConnector.builder(kvStore, config.kvLayout()).modelId(config.modelId())
-                        .layerTimeoutMillis(layerTimeoutMillis).build();
+                        .keyScheme(scheme).layerTimeoutMillis(layerTimeoutMillis)
+                        // Keys without a namespace are shared by every request with the prefix: keep them for those.
+                        .dropMode(namespaced ? DropMode.CONSUME : DropMode.RETAIN).build();
             }
-            Engine.Builder eb = Engine.builder(weights).role(kvRole, connector).layerWise(layerWise);
+            Engine.Builder eb = Engine.builder(weights).role(kvRole, connector).layerWise(layerWise)
+                    .namespaced(namespaced);
             if (kvBlocks > 0) {
                 eb.cacheBlocks(kvBlocks);
             }

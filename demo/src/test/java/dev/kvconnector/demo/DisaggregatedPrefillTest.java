@@ -283,4 +283,33 @@ class DisaggregatedPrefillTest {
         RequestTokens r = RequestTokens.of(prompt).inNamespace(transferId);
         return KeySchemes.byName(KeySchemes.DEFAULT).plan(pConnector.keyContext(), r).chunks().get(chunk);
     }
+
+    @Test
+    void withVllmV1KeysDecodeLoadsEveryFullBlockAndRecomputesOnlyTheTail() {
+        // 100 tokens: 6 full blocks of 16 are stored; vLLM V1 values hold no hidden states, so D computes the 4
+        // trailing tokens itself, and would recompute the last one even if the prompt were whole blocks.
+        int[] prompt = ByteTokenizer.encode("vLLM V1 keys: one object per full block, no hidden states. ".repeat(2)
+                .substring(0, 100));
+        int[] expected = single.generate(prompt, MAX_TOKENS).tokens();
+        ModelConfig c = WEIGHTS.config();
+        try (KVStoreConnector p = KVStoreConnector.builder(store, c.kvLayout()).modelId(c.modelId())
+                     .keyScheme("vllm-v1").dropMode(dev.kvconnector.connector.DropMode.RETAIN).build();
+             KVStoreConnector d = KVStoreConnector.builder(store, c.kvLayout()).modelId(c.modelId())
+                     .keyScheme("vllm-v1").dropMode(dev.kvconnector.connector.DropMode.RETAIN).build();
+             Engine prefill = Engine.builder(WEIGHTS).role(KVRole.PRODUCER, p).namespaced(false).build();
+             Engine decode = Engine.builder(WEIGHTS).role(KVRole.CONSUMER, d).namespaced(false).build()) {
+            assertFalse(p.holdsHiddenStates());
+            prefill.generate(prompt, 1, transfer("req-v1"), t -> { });
+            assertEquals(1, prefill.metrics().inserts());
+            assertEquals(96, d.lookup(RequestTokens.of(prompt)));
+
+            Generation g = decode.generate(prompt, MAX_TOKENS, transfer("req-v1"), t -> { });
+
+            assertArrayEquals(expected, g.tokens());
+            assertEquals(1, decode.metrics().prefillPasses());
+            assertEquals(4, decode.metrics().prefillTokens(), "D computes only the tokens after the last full block");
+            assertEquals(1, d.metrics().partialHits(), "96 of the 100 tokens: every full block");
+            assertEquals(6L * c.kvLayout().numLayers() * c.kvLayout().blockBytes() * 2, d.metrics().droppedBytes());
+        }
+    }
 }

@@ -69,6 +69,12 @@ public final class VllmV1Codec implements ObjectCodec {
         return layout.blockSize();
     }
 
+    /** vLLM V1 values hold KV alone. */
+    @Override
+    public boolean holdsHiddenStates() {
+        return false;
+    }
+
     @Override
     public ObjectPlan plan(KeyPlan keys, KVLayout layout, boolean checksums) {
         return new Plan(keys, new VllmV1ValueLayout(layout, order));

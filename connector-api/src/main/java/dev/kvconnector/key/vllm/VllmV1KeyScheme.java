@@ -66,6 +66,12 @@ public final class VllmV1KeyScheme implements KeyScheme {
         return NAME;
     }
 
+    /** vLLM V1 keys hold no request namespace. */
+    @Override
+    public boolean bindsNamespace() {
+        return false;
+    }
+
     @Override
     public Granularity granularity() {
         return Granularity.CHUNK;

@@ -78,6 +78,12 @@ public final class LmChunkCodec implements ObjectCodec {
         return Completion.PER_CHUNK;
     }
 
+    /** LMCache chunk objects hold KV alone. */
+    @Override
+    public boolean holdsHiddenStates() {
+        return false;
+    }
+
     /**
      * {@inheritDoc}
      *

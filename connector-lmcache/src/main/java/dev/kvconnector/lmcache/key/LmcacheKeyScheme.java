@@ -54,6 +54,12 @@ public abstract sealed class LmcacheKeyScheme implements KeyScheme permits Lmcac
         return name;
     }
 
+    /** LMCache keys hold no request namespace. */
+    @Override
+    public final boolean bindsNamespace() {
+        return false;
+    }
+
     @Override
     public final Granularity granularity() {
         return Granularity.CHUNK;

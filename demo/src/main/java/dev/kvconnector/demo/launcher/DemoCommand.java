@@ -54,6 +54,12 @@ public final class DemoCommand implements Callable<Integer> {
             + "removed at exit). P and D are separate processes, so memory: cannot work.")
     String store;
 
+    @Option(names = "--scheme", defaultValue = "kvc-v1",
+            description = "Key scheme, with the codec it implies: kvc-v1 (kvconnector's objects, with hidden states and "
+                    + "checksums) or vllm-v1 (vLLM V1's MooncakeStoreConnector keys and values: one object per full "
+                    + "block, no hidden states, so decode recomputes the tail) (default ${DEFAULT-VALUE}).")
+    String scheme;
+
     @Option(names = "--flow", defaultValue = "concurrent",
             description = "Proxy flow of the layer-wise run: v1 or concurrent (default ${DEFAULT-VALUE}: D starts "
                     + "with P and loads each layer as P stores it). The first run always uses v1, because a decode "
@@ -126,7 +132,7 @@ public final class DemoCommand implements Callable<Integer> {
             ObjectNode config = JSON.createObjectNode().put("prefill", prefill).put("decode", decode)
                     .put("requests", requests).put("max_tokens", maxTokens).put("clients", clients)
                     .put("min_prompt_tokens", minPrompt).put("max_prompt_tokens", maxPrompt)
-                    .put("model", tiny ? "tiny" : "small").put("store", StoreUri.parse(storeUri).masked())
+                    .put("model", tiny ? "tiny" : "small").put("store", StoreUri.parse(storeUri).masked()).put("scheme", scheme)
                     .put("layer_wise_flow", secondFlow.name().toLowerCase(Locale.ROOT));
             DemoReport report = new DemoReport(config, loadAtStart, reference, runs);
             ReportFile.write(out.resolve("demo.json"),
@@ -168,7 +174,7 @@ public final class DemoCommand implements Callable<Integer> {
     private DemoReport.Run xpydRun(String name, ProxyFlow proxyFlow, boolean layerWise, List<String> prompts,
             String storeUri, Cleanup cleanup, PrintStream err) throws Exception {
         err.println("starting " + prefill + " prefill and " + decode + " decode engines" + (layerWise ? " (layer-wise)" : ""));
-        try (EngineFleet fleet = EngineFleet.start(prefill, decode, storeUri, tiny, layerWise, out.resolve("logs"),
+        try (EngineFleet fleet = EngineFleet.start(prefill, decode, storeUri, scheme, tiny, layerWise, out.resolve("logs"),
                 Duration.ofSeconds(startTimeoutSeconds))) {
             cleanup.fleet = fleet;
             ProxyConfig.Builder pc = ProxyConfig.builder(MODEL).bindHost("127.0.0.1").port(0).flow(proxyFlow)

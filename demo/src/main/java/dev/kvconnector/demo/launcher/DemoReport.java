@@ -196,10 +196,10 @@ final class DemoReport {
     String text() {
         StringBuilder sb = new StringBuilder();
         JsonNode cfg = root.path("config");
-        sb.append(String.format(Locale.ROOT, "kvctl demo: %dP%dD, %d requests, max_tokens %d, %d clients, model %s, store %s%n",
-                cfg.path("prefill").asInt(), cfg.path("decode").asInt(), cfg.path("requests").asInt(),
+        sb.append(String.format(Locale.ROOT, "kvctl demo: %dP%dD, %d requests, max_tokens %d, %d clients, model %s, store %s, "
+                + "keys %s%n", cfg.path("prefill").asInt(), cfg.path("decode").asInt(), cfg.path("requests").asInt(),
                 cfg.path("max_tokens").asInt(), cfg.path("clients").asInt(), cfg.path("model").asText(),
-                cfg.path("store").asText()));
+                cfg.path("store").asText(), cfg.path("scheme").asText("kvc-v1")));
         sb.append(String.format(Locale.ROOT, "machine: %d cores, load average (1 min) %.2f before the runs, %.2f after"
                 + "%n%n", cpus(), root.path("machine").path("load_average_1m_start").asDouble(),
                 root.path("machine").path("load_average_1m_end").asDouble()));

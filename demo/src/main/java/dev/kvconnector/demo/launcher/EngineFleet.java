@@ -49,17 +49,17 @@ final class EngineFleet implements AutoCloseable {
      * @param logDir where each child's stdout and stderr go
      * @param startTimeout how long a child may take to listen
      */
-    static EngineFleet start(int prefill, int decode, String store, boolean tiny, boolean layerWise, Path logDir,
-            Duration startTimeout) throws IOException, InterruptedException {
+    static EngineFleet start(int prefill, int decode, String store, String scheme, boolean tiny, boolean layerWise,
+            Path logDir, Duration startTimeout) throws IOException, InterruptedException {
         EngineFleet fleet = new EngineFleet();
         try {
             Files.createDirectories(logDir);
             String suffix = layerWise ? "-layerwise" : "";
             for (int i = 0; i < prefill; i++) {
-                fleet.launch("prefill-" + i, "kv_producer", store, tiny, layerWise, logDir.resolve("prefill-" + i + suffix + ".log"));
+                fleet.launch("prefill-" + i, "kv_producer", store, scheme, tiny, layerWise, logDir.resolve("prefill-" + i + suffix + ".log"));
             }
             for (int i = 0; i < decode; i++) {
-                fleet.launch("decode-" + i, "kv_consumer", store, tiny, layerWise, logDir.resolve("decode-" + i + suffix + ".log"));
+                fleet.launch("decode-" + i, "kv_consumer", store, scheme, tiny, layerWise, logDir.resolve("decode-" + i + suffix + ".log"));
             }
             fleet.awaitReady(startTimeout);
             return fleet;
@@ -69,9 +69,9 @@ final class EngineFleet implements AutoCloseable {
         }
     }
 
-    private void launch(String name, String role, String store, boolean tiny, boolean layerWise, Path log)
-            throws IOException {
-        Process p = new ProcessBuilder(command(role, store, tiny, layerWise)).redirectErrorStream(true)
+    private void launch(String name, String role, String store, String scheme, boolean tiny, boolean layerWise,
+            Path log) throws IOException {
+        Process p = new ProcessBuilder(command(role, store, scheme, tiny, layerWise)).redirectErrorStream(true)
                 .redirectOutput(log.toFile()).start();
         started.add(new Child(name, p, log));
     }
@@ -86,12 +86,12 @@ final class EngineFleet implements AutoCloseable {
     }
 
     /** The command line of one child engine: this JVM's {@code java}, {@link #jvmOptions()}, the engine's flags. */
-    static List<String> command(String role, String store, boolean tiny, boolean layerWise) {
+    static List<String> command(String role, String store, String scheme, boolean tiny, boolean layerWise) {
         List<String> cmd = new ArrayList<>();
         cmd.add(javaExecutable());
         cmd.addAll(jvmOptions());
         cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), EngineCommand.class.getName(), "--host",
-                "127.0.0.1", "--port", "0", "--role", role, "--store", store,
+                "127.0.0.1", "--port", "0", "--role", role, "--store", store, "--scheme", scheme,
                 // Under load a producer's prompt can take many seconds; a consumer waiting per layer must outlast it.
                 "--layer-timeout-ms", "120000"));
         if (tiny) {

@@ -15,7 +15,7 @@ class EngineFleetTest {
 
     @Test
     void everyChildEngineExitsOnOutOfMemoryError() {
-        List<String> cmd = EngineFleet.command("kv_consumer", "shm:/x", true, true);
+        List<String> cmd = EngineFleet.command("kv_consumer", "shm:/x", "kvc-v1", true, true);
         int main = cmd.indexOf(EngineCommand.class.getName());
         int flag = cmd.indexOf("-XX:+ExitOnOutOfMemoryError");
         assertTrue(flag > 0 && flag < main, "a JVM option, before the main class: " + cmd);
