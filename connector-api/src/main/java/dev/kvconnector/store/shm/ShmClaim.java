@@ -12,7 +12,11 @@ import java.lang.foreign.MemorySegment;
  *
  * <p>A claim never committed is never visible, whatever happens to its writer: the store's close frees the open
  * claims of that instance, and when the process dies (kill -9) whoever next finds its token dead frees the entry, as
- * it frees an unfinished put.
+ * it frees an unfinished put. A handle dropped without commit or abort keeps its blocks until one of those.
+ *
+ * <p>The writer's stores into the segment are stores into a sparse tmpfs file: where the tmpfs has no page left they
+ * fault, and the JVM throws {@link InternalError} from the write (a put turns that into {@code STORE_FULL}; here it
+ * reaches the writer, whose {@code finally} aborts the claim).
  */
 final class ShmClaim implements StoreClaim {
     private final ShmStore store;

@@ -70,7 +70,8 @@ import org.slf4j.LoggerFactory;
  * processes share.
  *
  * <p>Puts, gets and sizes allocate nothing on the heap once warm: keys are encoded into a per-thread scratch
- * segment, values are copied once between the caller's segment and the mapping.
+ * segment, values are copied once between the caller's segment and the mapping. A claim or a view allocates one
+ * segment object, its slice of the mapping.
  *
  * <p>Limits: 64 store instances open on one file at once (across all processes), and 63 reads in flight per
  * instance (further readers spin until one finishes), of which at most {@value #MAX_VIEWS} held views.
