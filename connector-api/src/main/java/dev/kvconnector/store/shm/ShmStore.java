@@ -120,8 +120,8 @@ public final class ShmStore implements KVStore {
     /** Longest key, in UTF-8 bytes. */
     public static final int MAX_KEY_BYTES = ShmLayout.MAX_KEY_BYTES;
     /**
-     * Most views one store instance holds at once: the rest of its {@value ShmLayout#LEASES_PER_PROC} lease records
-     * stay for reads in flight, which would otherwise spin for a record as long as the views are held.
+     * Most views one store instance holds at once: the rest of its 63 lease records stay for reads in flight, which
+     * would otherwise spin for a record as long as the views are held.
      */
     public static final int MAX_VIEWS = 48;
 
