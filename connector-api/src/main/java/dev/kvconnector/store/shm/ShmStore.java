@@ -4,11 +4,14 @@ import static dev.kvconnector.store.shm.ShmLayout.*;
 
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
+import dev.kvconnector.store.ClaimResult;
 import dev.kvconnector.store.GetResult;
 import dev.kvconnector.store.KVStore;
 import dev.kvconnector.store.PutOptions;
 import dev.kvconnector.store.StoreCapability;
+import dev.kvconnector.store.StoreClaim;
 import dev.kvconnector.store.StoreUri;
+import dev.kvconnector.store.StoreView;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -24,10 +27,13 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.util.Collections;
 import java.util.EnumSet;
+import java.util.IdentityHashMap;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
 import java.util.regex.Pattern;
@@ -64,10 +70,11 @@ import org.slf4j.LoggerFactory;
  * processes share.
  *
  * <p>Puts, gets and sizes allocate nothing on the heap once warm: keys are encoded into a per-thread scratch
- * segment, values are copied once between the caller's segment and the mapping.
+ * segment, values are copied once between the caller's segment and the mapping. A claim or a view allocates one
+ * segment object, its slice of the mapping.
  *
  * <p>Limits: 64 store instances open on one file at once (across all processes), and 63 reads in flight per
- * instance (further readers spin until one finishes).
+ * instance (further readers spin until one finishes), of which at most {@value #MAX_VIEWS} held views.
  *
  * <p>Threads and processes: reads take no lock. Each read leases the entry in a per-process lease record (a
  * hazard pointer in the file) while it copies; eviction and removal skip or defer leased entries. Allocation
@@ -77,13 +84,23 @@ import org.slf4j.LoggerFactory;
  * recovered by whoever next finds the process dead (pid plus start time). All processes must share a pid
  * namespace.
  *
+ * <p>Zero-copy: the store declares {@link StoreCapability#CLAIM} and {@link StoreCapability#VIEW}. A claim
+ * ({@link ShmClaim}) is a put whose copy the caller does: the entry is allocated in state WRITING under this
+ * process's token and the caller writes into a slice of the mapping; the commit publishes it as a put does (same
+ * index, eviction and if-absent rules), the abort frees it. Until the commit no process sees it; a writer killed
+ * before it leaves an unfinished put, recovered as any other, and {@link #close()} frees this instance's open
+ * claims. A view ({@link ShmView}) is a read whose lease outlives the call: the lease record stays set until the
+ * release, so no remove, replace or eviction in any process frees the entry's blocks before; a process killed while
+ * holding views has its leases reclaimed with its slot. Claim and view segments are slices of the mapping: used
+ * after {@link #close()} they throw {@link IllegalStateException}, never touching unmapped memory.
+ *
  * <p>Test hooks (system properties, read once; leave them unset in production): {@value #PROP_PUT_PAUSE_MS}
  * pauses every put half-way through copying its value, {@value #PROP_GET_PAUSE_MS} pauses every hit half-way
  * through its copy while the lease is held, {@value #PROP_LOCK_PAUSE_MS} pauses every put while it holds the
  * store lock. Each takes milliseconds.
  *
  * <p>Over 400 lines because the mapping, lock, allocator, CLOCK eviction, index, leases and crash recovery are still
- * one class; issue 17 splits them behind this facade.
+ * one class; issue 17 splits them behind this facade. The claim and view handles live in their own classes.
  *
  * @see dev.kvconnector.store.shm
  */
@@ -102,6 +119,11 @@ public final class ShmStore implements KVStore {
     public static final long DEFAULT_BLOCK = 4096;
     /** Longest key, in UTF-8 bytes. */
     public static final int MAX_KEY_BYTES = ShmLayout.MAX_KEY_BYTES;
+    /**
+     * Most views one store instance holds at once: the rest of its 63 lease records stay for reads in flight, which
+     * would otherwise spin for a record as long as the views are held.
+     */
+    public static final int MAX_VIEWS = 48;
 
     private static final Logger LOG = LoggerFactory.getLogger(ShmStore.class);
     private static final long PUT_PAUSE_MS = Long.getLong(PROP_PUT_PAUSE_MS, 0);
@@ -120,7 +142,8 @@ public final class ShmStore implements KVStore {
     private static final Pattern NAME = Pattern.compile("[A-Za-z0-9._-]{1,200}");
     private static final Set<StoreCapability> CAPABILITIES =
             Set.copyOf(EnumSet.of(StoreCapability.NATIVE_TTL, StoreCapability.SHARED_ACROSS_PROCESSES,
-                    StoreCapability.LOCAL_MEMORY, StoreCapability.REMOVE));
+                    StoreCapability.LOCAL_MEMORY, StoreCapability.REMOVE, StoreCapability.CLAIM,
+                    StoreCapability.VIEW));
 
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
     private static final VarHandle INT = ValueLayout.JAVA_INT.varHandle();
@@ -131,11 +154,17 @@ public final class ShmStore implements KVStore {
     static final int RETIRED = 3;
     private static final long TOMBSTONE = -1L;
     private static final long CLAIMED = -2L;
+    /** {@link #allocate}'s answer when every entry record is in use. */
+    private static final int NO_ENTRY = -1;
+    /** {@link #allocate}'s answer when no run of free blocks is long enough. */
+    private static final int NO_RUN = -2;
 
     private final String uri;
     private final Path path;
     private final Arena arena;
     private final MemorySegment map;
+    /** {@link #map}, read-only, for the segments of views. */
+    private final MemorySegment readOnlyMap;
     private final ShmLayout lay;
     private final long defaultTtlMillis;
     private final long lockTimeoutMillis;
@@ -143,6 +172,9 @@ public final class ShmStore implements KVStore {
     private final int procSlot;
     private final AtomicBoolean closed = new AtomicBoolean();
     private final LongAdder inFlight = new LongAdder();
+    /** Claims of this instance neither committed nor aborted, freed by {@link #close()}; guarded by itself. */
+    private final Set<ShmClaim> openClaims = Collections.newSetFromMap(new IdentityHashMap<>());
+    private final AtomicInteger viewsHeld = new AtomicInteger();
 
     private ShmStore(String uri, Path path, Arena arena, MemorySegment map, ShmLayout lay, long defaultTtlMillis,
                      long lockTimeoutMillis, boolean evictLive, int procSlot) {
@@ -150,6 +182,7 @@ public final class ShmStore implements KVStore {
         this.path = path;
         this.arena = arena;
         this.map = map;
+        this.readOnlyMap = map.asReadOnly();
         this.lay = lay;
         this.defaultTtlMillis = defaultTtlMillis;
         this.lockTimeoutMillis = lockTimeoutMillis;
@@ -527,7 +560,10 @@ public final class ShmStore implements KVStore {
             long mine;
             lock();
             try {
-                e = allocate(k, blocks, len, now, key);
+                e = allocate(k, blocks, len, now);
+                if (e < 0) {
+                    throw storeFull(e, blocks, "put", key);
+                }
                 mine = (long) LONG.get(map, lay.entry(e) + E_STATE);
             } finally {
                 unlock();
@@ -671,6 +707,212 @@ public final class ShmStore implements KVStore {
         }
     }
 
+    // ------------------------------------------------------------------ claims and views
+
+    /** A claim handle for this store. */
+    @Override
+    public StoreClaim newClaim() {
+        enter("newClaim");
+        exit();
+        return new ShmClaim(this);
+    }
+
+    /**
+     * Allocates the entry and blocks for {@code bytes} bytes as a put does (evicting and recovering dead processes'
+     * space as needed) and hands {@code claim} a slice of the mapping over them. The entry stays WRITING, invisible,
+     * until the commit; {@code FULL} where a put would fail with {@code STORE_FULL}.
+     */
+    @Override
+    public int tryClaim(String key, long bytes, PutOptions options, StoreClaim claim) {
+        enter("tryClaim");
+        try {
+            KeyScratch k = key(key, "tryClaim");
+            ShmClaim c = ShmClaim.ownedBy(this, claim, key);
+            if (options == null || bytes < 0) {
+                throw KVException.of(ErrorCode.INVALID_ARGUMENT, "cannot claim " + bytes + " bytes with options "
+                        + options).store(uri).operation("tryClaim").key(key).build();
+            }
+            if (bytes > lay.capacity()) {
+                throw KVException.of(ErrorCode.VALUE_TOO_LARGE, "a claim of " + bytes + " bytes exceeds the capacity "
+                        + "of " + lay.capacity() + " bytes").store(uri).operation("tryClaim").key(key)
+                        .hint("raise capacity= (delete the store file first) or split the value").build();
+            }
+            if (options.ifAbsent() && lookup(k) >= 0) {
+                releaseLease(k);
+                return ClaimResult.EXISTS;
+            }
+            long now = System.currentTimeMillis();
+            long ttl = options.ttlMillis() > 0 ? options.ttlMillis() : defaultTtlMillis;
+            long blocks = (bytes + lay.blockSize() - 1) / lay.blockSize();
+            int e;
+            long mine;
+            long dst;
+            lock();
+            try {
+                e = allocate(k, blocks, bytes, now);
+                if (e < 0) {
+                    return ClaimResult.FULL;
+                }
+                mine = (long) LONG.get(map, lay.entry(e) + E_STATE);
+                dst = lay.payloadOffset() + map.get(ValueLayout.JAVA_LONG, lay.entry(e) + E_PAYLOAD_OFFSET);
+            } finally {
+                unlock();
+            }
+            c.hold(key, e, mine, map.asSlice(dst, bytes), ttl > 0 ? now + ttl : 0, options.ifAbsent());
+            synchronized (openClaims) {
+                openClaims.add(c);
+            }
+            return ClaimResult.CLAIMED;
+        } finally {
+            exit();
+        }
+    }
+
+    /**
+     * Publishes a claim's entry as a put publishes its own, and empties the handle. When the lock cannot be taken
+     * (TIMEOUT) the handle keeps its claim, for an abort or the close to free.
+     */
+    boolean commitClaim(ShmClaim c) {
+        String key = c.key;
+        if (!enterIfOpen()) {
+            c.clear();
+            throw closedError("commit", key);
+        }
+        try {
+            KeyScratch k = KeyScratch.encode(key);
+            int e = c.entry;
+            boolean reclaimed = false;
+            boolean stored = false;
+            lock();
+            try {
+                if ((long) LONG.get(map, lay.entry(e) + E_STATE) != c.stateWord) {
+                    reclaimed = true;
+                } else {
+                    stored = publish(e, k, c.expiresMillis, c.ifAbsent, System.currentTimeMillis());
+                }
+            } catch (RuntimeException ex) {
+                if ((long) LONG.get(map, lay.entry(e) + E_STATE) == c.stateWord) {
+                    freeEntry(e);
+                }
+                forget(c);
+                throw ex;
+            } finally {
+                unlock();
+            }
+            forget(c);
+            if (reclaimed) {
+                throw KVException.of(ErrorCode.STORE_ERROR, "entry " + e + " was reclaimed by a repair of " + path
+                        + " while the claim was open; the value was dropped").store(uri).operation("commit").key(key)
+                        .hint("retry the put; look for another process that changed the file, or a pid namespace "
+                                + "it does not share").build();
+            }
+            return stored;
+        } finally {
+            exit();
+        }
+    }
+
+    /** Frees a claim's entry unless a repair already did, and empties the handle; after the close, only empties it. */
+    void abortClaim(ShmClaim c) {
+        if (!enterIfOpen()) {
+            c.clear();
+            return;
+        }
+        try {
+            lock();
+            try {
+                if ((long) LONG.get(map, lay.entry(c.entry) + E_STATE) == c.stateWord) {
+                    freeEntry(c.entry);
+                }
+            } finally {
+                unlock();
+            }
+            forget(c);
+        } finally {
+            exit();
+        }
+    }
+
+    private void forget(ShmClaim c) {
+        synchronized (openClaims) {
+            openClaims.remove(c);
+        }
+        c.clear();
+    }
+
+    /** A view handle for this store. */
+    @Override
+    public StoreView newView() {
+        enter("newView");
+        exit();
+        return new ShmView(this);
+    }
+
+    /**
+     * Looks the key up as a get does and, on a hit, hands the read's lease record to {@code view} instead of
+     * clearing it: the entry stays leased until the view's release.
+     *
+     * @throws KVException BUSY when this instance already holds {@value #MAX_VIEWS} views
+     */
+    @Override
+    public long tryView(String key, StoreView view) {
+        enter("tryView");
+        try {
+            KeyScratch k = key(key, "tryView");
+            ShmView v = ShmView.ownedBy(this, view, key);
+            if (viewsHeld.incrementAndGet() > MAX_VIEWS) {
+                viewsHeld.decrementAndGet();
+                throw KVException.of(ErrorCode.BUSY, "this store instance holds " + MAX_VIEWS + " views already")
+                        .store(uri).operation("tryView").key(key)
+                        .hint("release views before taking more; each held view keeps one of the "
+                                + LEASES_PER_PROC + " lease records of this instance").build();
+            }
+            boolean held = false;
+            try {
+                int e = lookup(k);
+                if (e < 0) {
+                    return GetResult.MISS;
+                }
+                long len;
+                long src;
+                try {
+                    long eo = lay.entry(e);
+                    len = map.get(ValueLayout.JAVA_LONG, eo + E_VALUE_LENGTH);
+                    src = payload(e, "tryView", key);
+                    if ((int) INT.get(map, eo + E_REFERENCED) == 0) {
+                        INT.set(map, eo + E_REFERENCED, 1);
+                    }
+                } catch (RuntimeException ex) {
+                    releaseLease(k);
+                    throw ex;
+                }
+                v.hold(k.leaseOffset, readOnlyMap.asSlice(src, len));
+                k.leaseOffset = -1;
+                held = true;
+                return len;
+            } finally {
+                if (!held) {
+                    viewsHeld.decrementAndGet();
+                }
+            }
+        } finally {
+            exit();
+        }
+    }
+
+    /** Clears a view's lease record, freeing its entry if that was removed meanwhile; after the close, nothing. */
+    void releaseView(long leaseOffset) {
+        if (!enterIfOpen()) {
+            return;
+        }
+        try {
+            viewsHeld.decrementAndGet();
+            releaseLeaseAt(leaseOffset);
+        } finally {
+            exit();
+        }
+    }
+
     @Override
     public String healthCheck() {
         enter("healthCheck");
@@ -683,7 +925,11 @@ public final class ShmStore implements KVStore {
         }
     }
 
-    /** Releases this process's slot in the file and unmaps it. The file stays for other processes. */
+    /**
+     * Frees this instance's open claims and drops its views' leases (freeing entries removed while viewed), releases
+     * its slot in the file and unmaps it. The file stays for other processes. Claim and view segments throw
+     * {@link IllegalStateException} from now on; releasing a view afterwards only empties the handle.
+     */
     @Override
     public void close() {
         if (!closed.compareAndSet(false, true)) {
@@ -692,11 +938,53 @@ public final class ShmStore implements KVStore {
         while (inFlight.sum() != 0) {
             Thread.onSpinWait();
         }
+        ShmClaim[] claims;
+        synchronized (openClaims) {
+            claims = openClaims.toArray(new ShmClaim[0]);
+            openClaims.clear();
+        }
+        long[] leased = new long[LEASES_PER_PROC];
+        int views = 0;
         for (int l = 0; l < LEASES_PER_PROC; l++) {
-            LONG.setVolatile(map, lay.lease(procSlot, l), 0L);
+            long held = (long) LONG.getAndSet(map, lay.lease(procSlot, l), 0L);
+            if (held > 0) {
+                leased[views++] = held - 1;
+            }
+        }
+        if (claims.length > 0 || views > 0) {
+            freeAtClose(claims, leased, views);
         }
         LONG.setVolatile(map, lay.proc(procSlot), 0L);
         arena.close();
+    }
+
+    /**
+     * Frees the entries of open claims and the retired entries that this instance's views kept. Without the lock
+     * (held by a stuck process) they stay allocated until this process exits and another one reaps them.
+     */
+    private void freeAtClose(ShmClaim[] claims, long[] leased, int views) {
+        try {
+            lock();
+        } catch (KVException e) {
+            LOG.warn("closing {}: {} open claims and {} views stay allocated until this process exits: {}", uri,
+                    claims.length, views, e.getMessage());
+            return;
+        }
+        try {
+            for (ShmClaim c : claims) {
+                if ((long) LONG.get(map, lay.entry(c.entry) + E_STATE) == c.stateWord) {
+                    freeEntry(c.entry);
+                }
+            }
+            for (int i = 0; i < views; i++) {
+                int e = (int) Math.clamp(leased[i], 0, lay.entryCount() - 1);
+                if (state(e) == RETIRED && !leased(e)) {
+                    freeEntry(e);
+                }
+            }
+        } finally {
+            unlock();
+        }
     }
 
     // ------------------------------------------------------------------ figures and maintenance
@@ -900,9 +1188,15 @@ public final class ShmStore implements KVStore {
         if (k.leaseOffset < 0) {
             return;
         }
-        long held = (long) LONG.get(map, k.leaseOffset);
-        LONG.setVolatile(map, k.leaseOffset, 0L);
+        long off = k.leaseOffset;
         k.leaseOffset = -1;
+        releaseLeaseAt(off);
+    }
+
+    /** Clears the lease record at {@code off}; frees the entry it named when that was retired and is now unleased. */
+    private void releaseLeaseAt(long off) {
+        long held = (long) LONG.get(map, off);
+        LONG.setVolatile(map, off, 0L);
         if (held > 0) {
             int e = (int) (held - 1);
             if ((((long) LONG.getVolatile(map, lay.entry(e) + E_STATE)) & 0xFF) == RETIRED && tryLock()) {
@@ -1091,7 +1385,12 @@ public final class ShmStore implements KVStore {
         return false;
     }
 
-    private int allocate(KeyScratch k, long blocks, long len, long now, String key) {
+    /**
+     * Takes a free entry and a run of {@code blocks} free blocks, evicting and reaping as needed, and marks the entry
+     * WRITING under this process's token. Returns the entry, or {@link #NO_ENTRY} / {@link #NO_RUN} when there is no
+     * room (nothing taken). Caller holds the lock.
+     */
+    private int allocate(KeyScratch k, long blocks, long len, long now) {
         int e = -1;
         boolean reaped = false;
         while (true) {
@@ -1125,14 +1424,20 @@ public final class ShmStore implements KVStore {
             }
             if (e >= 0) {
                 pushFreeEntry(e);
+                return NO_RUN;
             }
-            throw KVException.of(ErrorCode.STORE_FULL, (e < 0 ? "all " + lay.entryCount() + " entries are in use"
-                    : "no run of " + blocks + " free blocks of " + lay.blockSize() + " bytes")
-                    + (evictLive ? " and nothing can be evicted: every entry is being written or read"
-                    : " and eviction=refuse is set")).store(uri).operation("put").key(key)
-                    .hint(evictLive ? "retry; or raise capacity= / entries= (delete the store file first)"
-                            : "remove entries, or raise capacity= / entries= (delete the store file first)").build();
+            return NO_ENTRY;
         }
+    }
+
+    /** The STORE_FULL error for {@link #allocate}'s answer {@code why}. */
+    private KVException storeFull(int why, long blocks, String op, String key) {
+        return KVException.of(ErrorCode.STORE_FULL, (why == NO_ENTRY ? "all " + lay.entryCount() + " entries are in use"
+                : "no run of " + blocks + " free blocks of " + lay.blockSize() + " bytes")
+                + (evictLive ? " and nothing can be evicted: every entry is being written or read"
+                : " and eviction=refuse is set")).store(uri).operation(op).key(key)
+                .hint(evictLive ? "retry; or raise capacity= / entries= (delete the store file first)"
+                        : "remove entries, or raise capacity= / entries= (delete the store file first)").build();
     }
 
     /** Entries below this index have been handed out at least once; clamped, as it is read from the file. */
@@ -1552,11 +1857,28 @@ public final class ShmStore implements KVStore {
     // ------------------------------------------------------------------ lifecycle
 
     private void enter(String op) {
+        if (!enterIfOpen()) {
+            throw closedError(op, null);
+        }
+    }
+
+    /** Counts a call in flight, as {@link #enter} does, unless the store is closed; returns whether it counted. */
+    private boolean enterIfOpen() {
         inFlight.increment();
         if (closed.get()) {
             inFlight.decrement();
-            throw KVException.of(ErrorCode.CLOSED, "the store is closed").store(uri).operation(op).build();
+            return false;
         }
+        return true;
+    }
+
+    /** Whether {@link #close()} has begun. */
+    boolean isClosed() {
+        return closed.get();
+    }
+
+    KVException closedError(String op, String key) {
+        return KVException.of(ErrorCode.CLOSED, "the store is closed").store(uri).operation(op).key(key).build();
     }
 
     private void exit() {

@@ -21,6 +21,10 @@
  *   <li>Crashes: every lock, lease and unfinished put carries a process token (pid and start time). Whoever finds
  *       the owner dead takes the lock over and rebuilds the bitmap, free list, counters and index from the entry
  *       table, drops the dead process's leases, and frees its unfinished puts.</li>
+ *   <li>Zero-copy: a claim is a put whose copy the caller makes, straight into the mapping, between the allocation
+ *       (entry WRITING) and the publication; a view is a read whose lease record stays set until the release. Both
+ *       therefore inherit the put's and the read's crash recovery: a claim of a dead process is an unfinished put,
+ *       a view of a dead process a lease in a dead process's slot.</li>
  * </ul>
  *
  * <h2>Why plain FFM, not Agrona or Chronicle Bytes</h2>

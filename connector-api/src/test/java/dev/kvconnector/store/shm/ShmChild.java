@@ -2,9 +2,12 @@ package dev.kvconnector.store.shm;
 
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
+import dev.kvconnector.store.ClaimResult;
 import dev.kvconnector.store.GetResult;
 import dev.kvconnector.store.PutOptions;
+import dev.kvconnector.store.StoreClaim;
 import dev.kvconnector.store.StoreUri;
+import dev.kvconnector.store.StoreView;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.SplittableRandom;
@@ -18,6 +21,10 @@ import java.util.SplittableRandom;
  *   read URI MILLIS KEYS           reads them and verifies every byte
  *   put URI KEY BYTES SEED         one put (with the test-hook properties set, a slow one)
  *   get URI KEY BYTES              one get into a BYTES buffer (with the get hook set, a slow one)
+ *   claim URI KEY BYTES SEED HOW   claims BYTES, writes a pattern value into the claim, then commits it
+ *                                  (HOW=commit) or prints CLAIMED and waits to be killed (HOW=hang)
+ *   view URI KEY HOW               views the key and verifies every byte in place, then releases the view
+ *                                  (HOW=release) or prints HOLDING and waits to be killed (HOW=hold)
  * </pre>
  */
 public final class ShmChild {
@@ -50,10 +57,58 @@ public final class ShmChild {
                         System.exit(3);
                     }
                 }
+                case "claim" -> claim(store, args[2], Long.parseLong(args[3]), Long.parseLong(args[4]),
+                        args[5].equals("commit"));
+                case "view" -> view(store, args[2], args[3].equals("hold"));
                 default -> throw new IllegalArgumentException("unknown mode " + mode);
             }
         }
         System.out.flush();
+    }
+
+    private static void claim(ShmStore store, String key, long bytes, long seed, boolean commit) {
+        StoreClaim claim = store.newClaim();
+        int code = store.tryClaim(key, bytes, PutOptions.DEFAULT, claim);
+        if (code != ClaimResult.CLAIMED) {
+            System.out.println("CLAIM " + ClaimResult.describe(code));
+            System.exit(4);
+        }
+        ValuePattern.fill(claim.segment(), bytes, seed);
+        if (commit) {
+            System.out.println("COMMITTED " + claim.commit());
+            return;
+        }
+        System.out.println("CLAIMED");
+        System.out.flush();
+        sleepUntilKilled();
+    }
+
+    private static void view(ShmStore store, String key, boolean hold) {
+        StoreView view = store.newView();
+        long r = store.tryView(key, view);
+        if (!GetResult.isHit(r)) {
+            System.out.println("VIEWED " + GetResult.describe(r));
+            return;
+        }
+        String bad = ValuePattern.verify(view.segment(), r);
+        System.out.println("VIEWED " + r + (bad == null ? "" : " TORN " + bad));
+        if (bad != null) {
+            System.exit(3);
+        }
+        if (hold) {
+            System.out.println("HOLDING");
+            System.out.flush();
+            sleepUntilKilled();
+        }
+        view.release();
+    }
+
+    private static void sleepUntilKilled() {
+        try {
+            Thread.sleep(Long.MAX_VALUE);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     private static void write(ShmStore store, Arena arena, long millis, int keys, long seed) {

@@ -1,0 +1,105 @@
+package dev.kvconnector.store.shm;
+
+import dev.kvconnector.error.ErrorCode;
+import dev.kvconnector.error.KVException;
+import dev.kvconnector.store.StoreClaim;
+import java.lang.foreign.MemorySegment;
+
+/**
+ * {@link StoreClaim} of a {@link ShmStore}: an entry record in the file, in state WRITING under this process's
+ * token, with its blocks allocated as a put's are before its copy. The segment handed out is a slice of the mapping
+ * over those blocks, exactly the claimed size. The commit publishes the entry as a put does; the abort frees it.
+ *
+ * <p>A claim never committed is never visible, whatever happens to its writer: the store's close frees the open
+ * claims of that instance, and when the process dies (kill -9) whoever next finds its token dead frees the entry, as
+ * it frees an unfinished put. A handle dropped without commit or abort keeps its blocks until one of those.
+ *
+ * <p>The writer's stores into the segment are stores into a sparse tmpfs file: where the tmpfs has no page left they
+ * fault, and the JVM throws {@link InternalError} from the write (a put turns that into {@code STORE_FULL}; here it
+ * reaches the writer, whose {@code finally} aborts the claim).
+ */
+final class ShmClaim implements StoreClaim {
+    private final ShmStore store;
+    /** The key, re-encoded at the commit (the encoding scratch belongs to the thread, not the handle). */
+    String key;
+    /** The entry record, or -1 when the handle is empty. */
+    int entry = -1;
+    /** The entry's state word (generation and WRITING) at the claim: another word means a repair reclaimed it. */
+    long stateWord;
+    /** Expiry in epoch ms, or 0 for none. */
+    long expiresMillis;
+    boolean ifAbsent;
+    private MemorySegment segment;
+
+    ShmClaim(ShmStore store) {
+        this.store = store;
+    }
+
+    /** {@code claim} as a handle of {@code store}, checked to be empty. */
+    static ShmClaim ownedBy(ShmStore store, StoreClaim claim, String key) {
+        if (!(claim instanceof ShmClaim c) || c.store != store) {
+            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "the claim handle does not belong to this store")
+                    .store(store.uri()).operation("tryClaim").key(key)
+                    .hint("get handles from the same store's newClaim()").build();
+        }
+        if (c.segment != null) {
+            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "the claim handle still holds a claim on "
+                    + KVException.shortenKey(c.key)).store(store.uri()).operation("tryClaim").key(key)
+                    .hint("commit() or abort() it before the next tryClaim").build();
+        }
+        return c;
+    }
+
+    void hold(String claimKey, int claimEntry, long claimStateWord, MemorySegment claimSegment, long expires,
+              boolean absent) {
+        this.key = claimKey;
+        this.entry = claimEntry;
+        this.stateWord = claimStateWord;
+        this.segment = claimSegment;
+        this.expiresMillis = expires;
+        this.ifAbsent = absent;
+    }
+
+    @Override
+    public MemorySegment segment() {
+        requireClaimed("segment");
+        return segment;
+    }
+
+    /** False after the store closed: the close freed the claim. */
+    @Override
+    public boolean isClaimed() {
+        return segment != null && !store.isClosed();
+    }
+
+    @Override
+    public boolean commit() {
+        requireClaimed("commit");
+        return store.commitClaim(this);
+    }
+
+    @Override
+    public void abort() {
+        if (segment != null) {
+            store.abortClaim(this);
+        }
+    }
+
+    /** Empties the handle. */
+    void clear() {
+        key = null;
+        entry = -1;
+        segment = null;
+    }
+
+    private void requireClaimed(String op) {
+        if (store.isClosed()) {
+            throw store.closedError(op, key);
+        }
+        if (segment == null) {
+            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "the claim handle holds no claim").store(store.uri())
+                    .operation(op).hint("tryClaim must return CLAIMED first; commit and abort empty the handle")
+                    .build();
+        }
+    }
+}

@@ -1,0 +1,83 @@
+package dev.kvconnector.store.shm;
+
+import dev.kvconnector.error.ErrorCode;
+import dev.kvconnector.error.KVException;
+import dev.kvconnector.store.StoreView;
+import java.lang.foreign.MemorySegment;
+
+/**
+ * {@link StoreView} of a {@link ShmStore}: holds the lease record that the read took in this process's slot of the
+ * file (a hazard pointer naming the entry), so that no process's remove, replace or eviction frees or reuses the
+ * entry's blocks until {@link #release()}. The segment is a read-only slice of the mapping over the value.
+ *
+ * <p>A process killed while it holds views leaves its leases in its slot; whoever next finds it dead clears them, as
+ * it does for a reader killed mid-copy, and the entries they kept are freed then.
+ */
+final class ShmView implements StoreView {
+    private final ShmStore store;
+    /** Offset of the lease record in the file, or -1 when the handle is empty. */
+    private long leaseOffset = -1;
+    private MemorySegment segment;
+
+    ShmView(ShmStore store) {
+        this.store = store;
+    }
+
+    /** {@code view} as a handle of {@code store}, checked to be empty. */
+    static ShmView ownedBy(ShmStore store, StoreView view, String key) {
+        if (!(view instanceof ShmView v) || v.store != store) {
+            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "the view handle does not belong to this store")
+                    .store(store.uri()).operation("tryView").key(key)
+                    .hint("get handles from the same store's newView()").build();
+        }
+        if (v.segment != null) {
+            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "the view handle still holds an object")
+                    .store(store.uri()).operation("tryView").key(key)
+                    .hint("release() it before the next tryView").build();
+        }
+        return v;
+    }
+
+    /** Takes over the lease record at {@code offset}, which names the entry under {@code readOnly}. */
+    void hold(long offset, MemorySegment readOnly) {
+        this.leaseOffset = offset;
+        this.segment = readOnly;
+    }
+
+    @Override
+    public MemorySegment segment() {
+        if (segment == null) {
+            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "the view handle holds no object").store(store.uri())
+                    .operation("segment").hint("tryView must return a hit first; release empties the handle").build();
+        }
+        if (store.isClosed()) {
+            throw store.closedError("segment", null);
+        }
+        return segment;
+    }
+
+    @Override
+    public boolean isHeld() {
+        return segment != null;
+    }
+
+    @Override
+    public void release() {
+        if (segment == null) {
+            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "the view handle holds no object: released twice?")
+                    .store(store.uri()).operation("release")
+                    .hint("release each hit of tryView once; close() is the idempotent form").build();
+        }
+        long offset = leaseOffset;
+        leaseOffset = -1;
+        segment = null;
+        store.releaseView(offset);
+    }
+
+    @Override
+    public void close() {
+        if (segment != null) {
+            release();
+        }
+    }
+}
