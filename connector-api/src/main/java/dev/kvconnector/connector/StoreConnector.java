@@ -7,6 +7,7 @@ import dev.kvconnector.codec.RawLayerCodec;
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.ErrorHandler;
 import dev.kvconnector.error.KVException;
+import dev.kvconnector.key.ChunkKeys;
 import dev.kvconnector.key.KeyContext;
 import dev.kvconnector.key.KeyPlan;
 import dev.kvconnector.key.KeyScheme;
@@ -172,9 +173,9 @@ public final class StoreConnector implements KVStoreConnector {
             return 0;
         }
         if (codec.completion() == Completion.PER_CHUNK) {
-            // Formats without a manifest (LMCache, vLLM V0) make a chunk visible with its object.
+            // Formats without a manifest (LMCache, vLLM) make a chunk visible with its object, and with its peers'.
             int matched = 0;
-            for (int c = 0; c < n && store.exists(geo.objects.layerKey(c, 0)); c++) {
+            for (int c = 0; c < n && store.exists(geo.objects.layerKey(c, 0)) && peersHold(geo.chunks[c]); c++) {
                 matched = geo.chunks[c].endToken();
             }
             return matched;
@@ -198,6 +199,16 @@ public final class StoreConnector implements KVStoreConnector {
         } finally {
             staging.release(buf);
         }
+    }
+
+    /** Whether every other rank that will load {@code chunk} holds it ({@link KeyScheme#peerLookupKeys}). */
+    private boolean peersHold(ChunkKeys chunk) {
+        for (String key : scheme.peerLookupKeys(keyContext, chunk)) {
+            if (!store.exists(key)) {
+                return false;
+            }
+        }
+        return true;
     }
 
     @Override

@@ -1,5 +1,7 @@
 package dev.kvconnector.key;
 
+import java.util.List;
+
 /**
  * Turns a request into store keys. Implementations are stateless and thread-safe, and found through
  * {@link java.util.ServiceLoader} by {@link KeySchemes#byName(String)}.
@@ -26,6 +28,15 @@ public interface KeyScheme {
      */
     default boolean bindsNamespace() {
         return true;
+    }
+
+    /**
+     * Keys of other ranks that must exist, besides {@code chunk}'s own objects, before a lookup counts the chunk as
+     * a hit: none by default; vLLM V1 names the block's key in every rank namespace that will load it, as vLLM's
+     * lookup does with tensor or pipeline parallelism.
+     */
+    default List<String> peerLookupKeys(KeyContext context, ChunkKeys chunk) {
+        return List.of();
     }
 
     /** Computes every key of {@code request}. */

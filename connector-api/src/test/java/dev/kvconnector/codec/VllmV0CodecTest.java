@@ -134,11 +134,29 @@ class VllmV0CodecTest {
         assertEquals(-1, ((VllmV0Codec) ObjectCodecs.forScheme(KeySchemes.byName("vllm-v0"), MHA)).deviceId(),
                 "vLLM's device_id for the CPU");
         assertEquals(RawLayerCodec.INSTANCE, ObjectCodecs.forScheme(KeySchemes.byName("kvc-v1"), MHA));
+        dev.kvconnector.key.KeyScheme noCodec = new dev.kvconnector.key.KeyScheme() {
+            @Override
+            public String name() {
+                return "no-codec";
+            }
+
+            @Override
+            public dev.kvconnector.key.Granularity granularity() {
+                return dev.kvconnector.key.Granularity.CHUNK;
+            }
+
+            @Override
+            public dev.kvconnector.key.KeyPlan plan(dev.kvconnector.key.KeyContext context,
+                                                   dev.kvconnector.key.RequestTokens request) {
+                throw new AssertionError("never planned");
+            }
+        };
         try (KVStore store = KVStores.open("memory:?capacity=1MiB")) {
             KVException e = assertThrows(KVException.class,
-                    () -> StoreConnector.builder(store, MHA).keyScheme("vllm-v1").build());
+                    () -> StoreConnector.builder(store, MHA).keyScheme(noCodec).build());
             assertEquals(ErrorCode.INVALID_ARGUMENT, e.code());
-            assertTrue(e.getMessage().contains("vllm-v1 implies no codec"), e.getMessage());
+            assertTrue(e.getMessage().contains("no-codec implies no codec")
+                    && e.getMessage().contains("vllm-v1"), e.getMessage());
         }
     }
 }

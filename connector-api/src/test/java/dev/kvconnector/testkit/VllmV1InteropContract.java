@@ -209,4 +209,23 @@ public abstract class VllmV1InteropContract {
         assertTrue(key.startsWith("tiny-llama@tp_rank:0@") || key.startsWith("tiny-mla@tp_rank:0@"), key);
         return key;
     }
+
+    @Test
+    public void aLookupCountsABlockOnlyWhenEveryTensorParallelRankHoldsIt() {
+        try (KVStore store = openStore();
+             PagedKVCache src = filled(LAYOUT, 4, 7);
+             KVStoreConnector rank0 = KVStoreConnector.builder(store, LAYOUT).keyScheme(VllmV1KeyScheme.NAME)
+                     .tensorParallel(0, 2).build();
+             KVStoreConnector rank1 = KVStoreConnector.builder(store, LAYOUT).keyScheme(VllmV1KeyScheme.NAME)
+                     .tensorParallel(1, 2).build()) {
+            int[] prompt = tokens(32, 7);
+            BlockTable table = new BlockTable(new int[] {2, 0}, 16, 32);
+            insert(rank0, prompt, src, table);
+            assertEquals(0, rank0.lookup(RequestTokens.of(prompt)), "rank 1 has not stored its half yet");
+            assertEquals(0, rank1.lookup(RequestTokens.of(prompt)));
+            insert(rank1, prompt, src, table);
+            assertEquals(32, rank0.lookup(RequestTokens.of(prompt)));
+            assertEquals(32, rank1.lookup(RequestTokens.of(prompt)));
+        }
+    }
 }

@@ -163,6 +163,13 @@ public final class VllmV1KeyScheme implements KeyScheme {
         return lookupNamespaces(context).stream().map(ns -> ns.key(hashHex)).toList();
     }
 
+    /** {@link #lookupKeys} but this rank's own key. */
+    @Override
+    public List<String> peerLookupKeys(KeyContext context, ChunkKeys chunk) {
+        String own = chunk.layerKeys()[0];
+        return lookupKeys(context, chunk.hashHex()).stream().filter(k -> !k.equals(own)).toList();
+    }
+
     /** The TP replication factor of this context: MLA from its layout, KV heads from the options or the layout. */
     public int replicationFactor(KeyContext context) {
         int tpSize = context.worldSize();
