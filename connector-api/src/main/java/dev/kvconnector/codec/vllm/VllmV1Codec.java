@@ -1,6 +1,7 @@
 package dev.kvconnector.codec.vllm;
 
 import dev.kvconnector.codec.Completion;
+import dev.kvconnector.codec.KvOnlyPlan;
 import dev.kvconnector.codec.ObjectCodec;
 import dev.kvconnector.codec.ObjectPlan;
 import dev.kvconnector.codec.TensorPlacement;
@@ -11,7 +12,6 @@ import dev.kvconnector.key.ChunkKeys;
 import dev.kvconnector.key.Granularity;
 import dev.kvconnector.key.KeyPlan;
 import dev.kvconnector.layout.KVLayout;
-import dev.kvconnector.tensor.DType;
 import java.lang.foreign.MemorySegment;
 import java.util.Objects;
 
@@ -80,7 +80,7 @@ public final class VllmV1Codec implements ObjectCodec {
         return new Plan(keys, new VllmV1ValueLayout(layout, order));
     }
 
-    private static final class Plan implements ObjectPlan {
+    private static final class Plan implements KvOnlyPlan {
         private final KeyPlan keys;
         private final ChunkKeys[] chunks;
         private final VllmV1ValueLayout value;
@@ -99,6 +99,11 @@ public final class VllmV1Codec implements ObjectCodec {
                             .hint("plan vllm-v1 keys with chunkTokens equal to the layout's block size").build();
                 }
             }
+        }
+
+        @Override
+        public String objectsName() {
+            return "vLLM V1 values";
         }
 
         @Override
@@ -141,23 +146,6 @@ public final class VllmV1Codec implements ObjectCodec {
         public void seal(int chunk, int layer, MemorySegment object) {
         }
 
-        /** vLLM V1 values carry no checksum. */
-        @Override
-        public boolean fusedChecksum() {
-            return false;
-        }
-
-        @Override
-        public void sealWithSum(int chunk, int layer, MemorySegment object, int payloadSum) {
-            throw KVException.of(ErrorCode.UNSUPPORTED, "vLLM V1 values carry no checksum").build();
-        }
-
-        /** {@inheritDoc} Always {@link #OK}: there is no checksum to compare. */
-        @Override
-        public int verifyPayloadSum(int chunk, int layer, MemorySegment header, int payloadSum) {
-            return OK;
-        }
-
         /** Nothing to write: there is no header. */
         @Override
         public void sealDetached(int chunk, int layer, MemorySegment header) {
@@ -176,35 +164,6 @@ public final class VllmV1Codec implements ObjectCodec {
         @Override
         public int validateHeader(int chunk, int layer, MemorySegment header, long length) {
             return value.fits(length) ? OK : WRONG_SIZE;
-        }
-
-        @Override
-        public String hiddenKey(int chunk) {
-            return null;
-        }
-
-        @Override
-        public long hiddenObjectBytes(int chunk, DType dtype) {
-            throw noHidden();
-        }
-
-        @Override
-        public long hiddenOffset(int chunk) {
-            throw noHidden();
-        }
-
-        @Override
-        public void sealHidden(int chunk, DType dtype, MemorySegment object) {
-            throw noHidden();
-        }
-
-        @Override
-        public int validateHidden(int chunk, DType dtype, MemorySegment object, long length) {
-            throw noHidden();
-        }
-
-        private static KVException noHidden() {
-            return KVException.of(ErrorCode.UNSUPPORTED, "vLLM V1 values hold no hidden states").build();
         }
 
         @Override

@@ -1,6 +1,7 @@
 package dev.kvconnector.lmcache.format;
 
 import dev.kvconnector.codec.Completion;
+import dev.kvconnector.codec.KvOnlyPlan;
 import dev.kvconnector.codec.ObjectCodec;
 import dev.kvconnector.codec.ObjectPlan;
 import dev.kvconnector.codec.TensorPlacement;
@@ -12,7 +13,6 @@ import dev.kvconnector.key.KeyPlan;
 import dev.kvconnector.layout.AttentionKind;
 import dev.kvconnector.layout.KVLayout;
 import dev.kvconnector.store.StoreUri;
-import dev.kvconnector.tensor.DType;
 import java.lang.foreign.MemorySegment;
 import java.util.Objects;
 
@@ -143,7 +143,7 @@ public final class LmChunkCodec implements ObjectCodec {
         return name();
     }
 
-    private final class Plan implements ObjectPlan {
+    private final class Plan implements KvOnlyPlan {
         private final KeyPlan keys;
         private final ChunkKeys[] chunks;
         private final LmChunkGeometry[] geometry;
@@ -182,6 +182,11 @@ public final class LmChunkCodec implements ObjectCodec {
             }
             return LmRemoteMetadata.of((int) bytes, format.memoryFormat(), dtypeCode, (int) shape[0],
                     (int) shape[1], (int) shape[2], (int) shape[3]);
+        }
+
+        @Override
+        public String objectsName() {
+            return "LMCache chunk objects (" + format + ")";
         }
 
         @Override
@@ -226,23 +231,6 @@ public final class LmChunkCodec implements ObjectCodec {
             if (meta > 0) {
                 metadata[chunk].encode(object, 0);
             }
-        }
-
-        /** LMCache chunk objects carry no checksum. */
-        @Override
-        public boolean fusedChecksum() {
-            return false;
-        }
-
-        @Override
-        public void sealWithSum(int chunk, int layer, MemorySegment object, int payloadSum) {
-            throw KVException.of(ErrorCode.UNSUPPORTED, "LMCache chunk objects carry no checksum").build();
-        }
-
-        /** {@inheritDoc} Always {@link #OK}: there is no checksum to compare. */
-        @Override
-        public int verifyPayloadSum(int chunk, int layer, MemorySegment header, int payloadSum) {
-            return OK;
         }
 
         @Override
@@ -291,36 +279,6 @@ public final class LmChunkCodec implements ObjectCodec {
             return Objects.equals(LmRemoteMetadata.dtypeOfCode(x.dtype()), LmRemoteMetadata.dtypeOfCode(y.dtype()))
                     && x.shape0() == y.shape0() && x.shape1() == y.shape1() && x.shape2() == y.shape2()
                     && x.shape3() == y.shape3();
-        }
-
-        @Override
-        public String hiddenKey(int chunk) {
-            return null;
-        }
-
-        @Override
-        public long hiddenObjectBytes(int chunk, DType dtype) {
-            throw noHidden();
-        }
-
-        @Override
-        public long hiddenOffset(int chunk) {
-            throw noHidden();
-        }
-
-        @Override
-        public void sealHidden(int chunk, DType dtype, MemorySegment object) {
-            throw noHidden();
-        }
-
-        @Override
-        public int validateHidden(int chunk, DType dtype, MemorySegment object, long length) {
-            throw noHidden();
-        }
-
-        private KVException noHidden() {
-            return KVException.of(ErrorCode.UNSUPPORTED, "LMCache chunk objects (" + format + ") hold no hidden "
-                    + "states").build();
         }
 
         @Override
