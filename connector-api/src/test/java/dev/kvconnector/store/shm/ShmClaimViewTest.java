@@ -25,6 +25,7 @@ import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Claims and views of the {@code shm:} store beyond the shared contract: across store instances and processes, and
@@ -35,50 +36,9 @@ class ShmClaimViewTest {
     private static final long KIB = 1 << 10;
     private static final long MIB = 1 << 20;
 
-    private Path dir;
-    private Arena arena;
-    private final List<ChildJvm> children = new ArrayList<>();
-    private final List<ShmStore> opened = new ArrayList<>();
+    @RegisterExtension
+    final ShmProcessBench bench = new ShmProcessBench("cv");
 
-    @BeforeEach
-    void makeDir() throws IOException {
-        dir = ShmTestFiles.newDir();
-        arena = Arena.ofConfined();
-    }
-
-    @AfterEach
-    void cleanUp() throws Exception {
-        for (ChildJvm c : children) {
-            c.close();
-        }
-        opened.forEach(ShmStore::close);
-        arena.close();
-        ShmTestFiles.delete(dir);
-    }
-
-    private String uri(String options) {
-        return "shm:/cv?dir=" + dir + "&" + options;
-    }
-
-    private ShmStore open(String options) {
-        ShmStore s = ShmStore.open(StoreUri.parse(uri(options)));
-        opened.add(s);
-        return s;
-    }
-
-    private ChildJvm child(String... args) throws IOException {
-        ChildJvm c = ChildJvm.start(Map.of(), args);
-        children.add(c);
-        return c;
-    }
-
-    private MemorySegment pattern(long len, long seed) {
-        MemorySegment v = arena.allocate(len, 8);
-        ValuePattern.fill(v, len, seed);
-        return v;
-    }
-
-    /** Claims {@code bytes} under {@code key}, writes a pattern of {@code seed} into the claim and commits it. */
     private static boolean claimAndCommit(ShmStore s, String key, long bytes, long seed, PutOptions options) {
         StoreClaim claim = s.newClaim();
         assertEquals(ClaimResult.CLAIMED, s.tryClaim(key, bytes, options, claim));
@@ -86,32 +46,21 @@ class ShmClaimViewTest {
         return claim.commit();
     }
 
-    /** Fails unless {@code key} holds the whole pattern value of {@code seed} and {@code len} bytes. */
     private void assertValue(ShmStore s, String key, long len, long seed) {
-        MemorySegment dst = arena.allocate(len, 8);
+        MemorySegment dst = bench.arena().allocate(len, 8);
         assertEquals(len, s.getInto(key, dst), key);
         assertNull(ValuePattern.verify(dst, len), key);
         assertEquals(seed, ValuePattern.seed(dst), key);
-    }
-
-    private static void awaitTrue(String what, BooleanSupplier condition) throws InterruptedException {
-        long end = System.nanoTime() + 15_000_000_000L;
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > end) {
-                throw new AssertionError("timed out waiting until " + what);
-            }
-            Thread.sleep(10);
-        }
     }
 
     // ------------------------------------------------------------------ claims in one process
 
     @Test
     void aClaimHoldsItsSpaceInvisiblyUntilCommitThenReplacesTheOldValueForEveryInstance() {
-        ShmStore writer = open("capacity=4MiB");
-        ShmStore reader = open("capacity=4MiB");
+        ShmStore writer = bench.open("capacity=4MiB");
+        ShmStore reader = bench.open("capacity=4MiB");
         long initial = writer.freeBytes();
-        writer.put("k", pattern(256 * KIB, 1), PutOptions.DEFAULT);
+        writer.put("k", bench.pattern(256 * KIB, 1), PutOptions.DEFAULT);
         StoreClaim claim = writer.newClaim();
         assertEquals(ClaimResult.CLAIMED, writer.tryClaim("k", MIB, PutOptions.DEFAULT, claim));
         assertEquals(initial - 256 * KIB - MIB, reader.freeBytes(), "the claim's blocks are taken in the file");
@@ -128,14 +77,14 @@ class ShmClaimViewTest {
 
     @Test
     void anIfAbsentClaimLosesToAPutMadeWhileItWasOpenAndFreesItsSpace() {
-        ShmStore writer = open("capacity=4MiB");
-        ShmStore other = open("capacity=4MiB");
+        ShmStore writer = bench.open("capacity=4MiB");
+        ShmStore other = bench.open("capacity=4MiB");
         long initial = writer.freeBytes();
         StoreClaim claim = writer.newClaim();
         PutOptions ifAbsent = PutOptions.DEFAULT.withIfAbsent(true);
         assertEquals(ClaimResult.CLAIMED, writer.tryClaim("k", 512 * KIB, ifAbsent, claim));
         ValuePattern.fill(claim.segment(), 512 * KIB, 3);
-        assertTrue(other.put("k", pattern(64 * KIB, 4), PutOptions.DEFAULT));
+        assertTrue(other.put("k", bench.pattern(64 * KIB, 4), PutOptions.DEFAULT));
 
         assertFalse(claim.commit(), "the if-absent claim must lose to the put made meanwhile");
         assertValue(writer, "k", 64 * KIB, 4);
@@ -146,8 +95,8 @@ class ShmClaimViewTest {
 
     @Test
     void aClaimIsFullWhenNothingMayBeEvictedAndEvictsLikeAPutOtherwise() {
-        ShmStore refusing = open("capacity=1MiB&eviction=refuse");
-        refusing.put("old", pattern(768 * KIB, 5), PutOptions.DEFAULT);
+        ShmStore refusing = bench.open("capacity=1MiB&eviction=refuse");
+        refusing.put("old", bench.pattern(768 * KIB, 5), PutOptions.DEFAULT);
         long free = refusing.freeBytes();
         StoreClaim claim = refusing.newClaim();
         assertEquals(ClaimResult.FULL, refusing.tryClaim("new", 512 * KIB, PutOptions.DEFAULT, claim));
@@ -155,7 +104,7 @@ class ShmClaimViewTest {
         assertEquals(free, refusing.freeBytes(), "a FULL claim reserves nothing");
         assertValue(refusing, "old", 768 * KIB, 5);
 
-        ShmStore evicting = open("capacity=1MiB&eviction=lru");
+        ShmStore evicting = bench.open("capacity=1MiB&eviction=lru");
         assertTrue(claimAndCommit(evicting, "new", 512 * KIB, 6, PutOptions.DEFAULT));
         assertValue(evicting, "new", 512 * KIB, 6);
         assertFalse(evicting.exists("old"), "the claim evicted the old value to make room");
@@ -163,8 +112,8 @@ class ShmClaimViewTest {
 
     @Test
     void theOpenClaimsOfAStoreInstanceAreFreedWhenItClosesAndNeverBecomeVisible() {
-        ShmStore writer = open("capacity=4MiB");
-        ShmStore other = open("capacity=4MiB");
+        ShmStore writer = bench.open("capacity=4MiB");
+        ShmStore other = bench.open("capacity=4MiB");
         long initial = other.freeBytes();
         StoreClaim claim = writer.newClaim();
         assertEquals(ClaimResult.CLAIMED, writer.tryClaim("k", 2 * MIB, PutOptions.DEFAULT, claim));
@@ -185,9 +134,9 @@ class ShmClaimViewTest {
 
     @Test
     void aViewKeepsEveryByteWhileItsKeyIsRemovedAndTheStoreEvictsAroundItUntilTheRelease() {
-        ShmStore viewer = open("capacity=1MiB");
-        ShmStore writer = open("capacity=1MiB");
-        writer.put("held", pattern(256 * KIB, 10), PutOptions.DEFAULT);
+        ShmStore viewer = bench.open("capacity=1MiB");
+        ShmStore writer = bench.open("capacity=1MiB");
+        writer.put("held", bench.pattern(256 * KIB, 10), PutOptions.DEFAULT);
         StoreView view = viewer.newView();
         assertEquals(256 * KIB, viewer.tryView("held", view));
         assertTrue(writer.remove("held"));
@@ -195,7 +144,7 @@ class ShmClaimViewTest {
         // Twelve puts of a quarter of the capacity: each needs the space of an earlier one, and eviction and
         // reuse would have overwritten the viewed blocks had they been freed.
         for (int i = 0; i < 12; i++) {
-            writer.put("other-" + i, pattern(256 * KIB, 100 + i), PutOptions.DEFAULT);
+            writer.put("other-" + i, bench.pattern(256 * KIB, 100 + i), PutOptions.DEFAULT);
         }
         assertNull(ValuePattern.verify(view.segment(), 256 * KIB), "a held view's bytes changed");
         assertEquals(10, ValuePattern.seed(view.segment()));
@@ -208,29 +157,29 @@ class ShmClaimViewTest {
 
     @Test
     void aViewedValueIsNeverEvictedAndKeepsEveryByteThroughPutsThatFillTheStore() {
-        ShmStore s = open("capacity=1MiB");
-        s.put("viewed", pattern(256 * KIB, 20), PutOptions.DEFAULT);
+        ShmStore s = bench.open("capacity=1MiB");
+        s.put("viewed", bench.pattern(256 * KIB, 20), PutOptions.DEFAULT);
         StoreView view = s.newView();
         assertEquals(256 * KIB, s.tryView("viewed", view));
         for (int i = 0; i < 12; i++) {
-            s.put("other-" + i, pattern(256 * KIB, 200 + i), PutOptions.DEFAULT);
+            s.put("other-" + i, bench.pattern(256 * KIB, 200 + i), PutOptions.DEFAULT);
         }
         assertNull(ValuePattern.verify(view.segment(), 256 * KIB), "a held view's bytes changed");
         assertEquals(20, ValuePattern.seed(view.segment()));
         assertValue(s, "viewed", 256 * KIB, 20);
         view.release();
         for (int i = 0; i < 12; i++) {
-            s.put("after-" + i, pattern(256 * KIB, 300 + i), PutOptions.DEFAULT);
+            s.put("after-" + i, bench.pattern(256 * KIB, 300 + i), PutOptions.DEFAULT);
         }
         assertFalse(s.exists("viewed"), "once released, the value is evicted like any other");
     }
 
     @Test
     void closingAStoreInstanceDropsItsViewsAndFreesWhatTheyKept() {
-        ShmStore viewer = open("capacity=4MiB");
-        ShmStore other = open("capacity=4MiB");
+        ShmStore viewer = bench.open("capacity=4MiB");
+        ShmStore other = bench.open("capacity=4MiB");
         long initial = other.freeBytes();
-        other.put("k", pattern(MIB, 30), PutOptions.DEFAULT);
+        other.put("k", bench.pattern(MIB, 30), PutOptions.DEFAULT);
         StoreView view = viewer.newView();
         assertEquals(MIB, viewer.tryView("k", view));
         MemorySegment seg = view.segment();
@@ -248,10 +197,10 @@ class ShmClaimViewTest {
 
     @Test
     void viewsBeyondTheLimitAreBusyWhileReadsStillRun() {
-        ShmStore s = open("capacity=4MiB");
+        ShmStore s = bench.open("capacity=4MiB");
         List<StoreView> views = new ArrayList<>();
         for (int i = 0; i <= ShmStore.MAX_VIEWS; i++) {
-            s.put("k" + i, pattern(64, i), PutOptions.DEFAULT);
+            s.put("k" + i, bench.pattern(64, i), PutOptions.DEFAULT);
         }
         for (int i = 0; i < ShmStore.MAX_VIEWS; i++) {
             StoreView v = s.newView();
@@ -263,7 +212,7 @@ class ShmClaimViewTest {
         assertEquals(ErrorCode.BUSY, busy.code(), busy.getMessage());
         assertFalse(extra.isHeld());
         assertValue(s, "k" + ShmStore.MAX_VIEWS, 64, ShmStore.MAX_VIEWS);
-        assertTrue(GetResult.isMiss(s.getInto("absent", arena.allocate(64))));
+        assertTrue(GetResult.isMiss(s.getInto("absent", bench.arena().allocate(64))));
 
         views.forEach(StoreView::release);
         assertEquals(0, s.leasesHeld());
@@ -275,9 +224,9 @@ class ShmClaimViewTest {
 
     @Test
     void aValueCommittedThroughAClaimInOneProcessIsViewedIntactInAnother() throws Exception {
-        ShmStore s = open("capacity=16MiB");
+        ShmStore s = bench.open("capacity=16MiB");
         long len = 3 * MIB + 8;
-        ChildJvm writer = child("claim", uri("capacity=16MiB"), "from-child", String.valueOf(len), "41", "commit");
+        ChildJvm writer = bench.child(Map.of(), "claim", bench.uri("capacity=16MiB"), "from-child", String.valueOf(len), "41", "commit");
         writer.await("COMMITTED true", 30);
         assertEquals(0, writer.exitCode(10), writer.output());
         try (StoreView view = s.newView()) {
@@ -287,7 +236,7 @@ class ShmClaimViewTest {
         }
 
         assertTrue(claimAndCommit(s, "from-parent", len, 42, PutOptions.DEFAULT));
-        ChildJvm reader = child("view", uri("capacity=16MiB"), "from-parent", "release");
+        ChildJvm reader = bench.child(Map.of(), "view", bench.uri("capacity=16MiB"), "from-parent", "release");
         String viewed = reader.await("VIEWED", 30);
         assertEquals(0, reader.exitCode(10), reader.output());
         assertEquals("VIEWED " + len, viewed, reader.output());
@@ -296,10 +245,10 @@ class ShmClaimViewTest {
 
     @Test
     void aClaimOfAChildKilledBeforeCommitIsNeverVisibleAndItsSpaceReturns() throws Exception {
-        ShmStore s = open("capacity=8MiB&eviction=refuse");
+        ShmStore s = bench.open("capacity=8MiB&eviction=refuse");
         long initial = s.freeBytes();
-        s.put("k", pattern(MIB, 50), PutOptions.DEFAULT);
-        ChildJvm writer = child("claim", uri("capacity=8MiB"), "k", String.valueOf(4 * MIB), "51", "hang");
+        s.put("k", bench.pattern(MIB, 50), PutOptions.DEFAULT);
+        ChildJvm writer = bench.child(Map.of(), "claim", bench.uri("capacity=8MiB"), "k", String.valueOf(4 * MIB), "51", "hang");
         writer.await("CLAIMED", 30);
         assertEquals(initial - 5 * MIB, s.freeBytes(), "the child's claim holds 4 MiB");
         assertValue(s, "k", MIB, 50);
@@ -311,7 +260,7 @@ class ShmClaimViewTest {
         assertValue(s, "k", MIB, 50);
 
         // Again, without reclaim(): a claim that needs the dead writer's space recovers it by itself.
-        writer = child("claim", uri("capacity=8MiB"), "k", String.valueOf(4 * MIB), "52", "hang");
+        writer = bench.child(Map.of(), "claim", bench.uri("capacity=8MiB"), "k", String.valueOf(4 * MIB), "52", "hang");
         writer.await("CLAIMED", 30);
         writer.kill();
         assertTrue(claimAndCommit(s, "big", 6 * MIB, 53, PutOptions.DEFAULT),
@@ -323,19 +272,19 @@ class ShmClaimViewTest {
 
     @Test
     void aViewerKilledWhileHoldingAViewReleasesItsLeaseAndTheRemovedValueIsFreed() throws Exception {
-        ShmStore s = open("capacity=8MiB");
+        ShmStore s = bench.open("capacity=8MiB");
         long initial = s.freeBytes();
-        s.put("v", pattern(2 * MIB, 60), PutOptions.DEFAULT);
-        ChildJvm reader = child("view", uri("capacity=8MiB"), "v", "hold");
+        s.put("v", bench.pattern(2 * MIB, 60), PutOptions.DEFAULT);
+        ChildJvm reader = bench.child(Map.of(), "view", bench.uri("capacity=8MiB"), "v", "hold");
         assertEquals("VIEWED " + 2 * MIB, reader.await("VIEWED", 30), reader.output());
         reader.await("HOLDING", 10);
         assertEquals(1, s.leasesHeld());
         assertTrue(s.remove("v"));
-        s.put("filler", pattern(4 * MIB, 61), PutOptions.DEFAULT);
+        s.put("filler", bench.pattern(4 * MIB, 61), PutOptions.DEFAULT);
         assertEquals(initial - 6 * MIB, s.freeBytes(), "the viewed value stays allocated after its remove");
         reader.kill();
 
-        awaitTrue("the dead viewer's lease is reaped", () -> {
+        ShmProcessBench.awaitTrue("the dead viewer's lease is reaped", () -> {
             s.reclaim();
             return s.leasesHeld() == 0;
         });

@@ -23,79 +23,30 @@ import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** Several JVMs on one store: concurrent writers and readers, and processes killed with SIGKILL mid-operation. */
 class ShmMultiProcessTest {
     private static final long PAUSE = 60_000;
 
-    private Path dir;
-    private Arena arena;
-    private final List<ChildJvm> children = new ArrayList<>();
-    private final List<ShmStore> opened = new ArrayList<>();
-
-    @BeforeEach
-    void makeDir() throws IOException {
-        dir = ShmTestFiles.newDir();
-        arena = Arena.ofConfined();
-    }
-
-    @AfterEach
-    void cleanUp() throws Exception {
-        for (ChildJvm c : children) {
-            c.close();
-        }
-        opened.forEach(ShmStore::close);
-        arena.close();
-        ShmTestFiles.delete(dir);
-    }
-
-    private String uri(String options) {
-        return "shm:/mp?dir=" + dir + "&" + options;
-    }
-
-    private ShmStore open(String options) {
-        ShmStore s = ShmStore.open(StoreUri.parse(uri(options)));
-        opened.add(s);
-        return s;
-    }
-
-    private ChildJvm child(Map<String, String> props, String... args) throws IOException {
-        ChildJvm c = ChildJvm.start(props, args);
-        children.add(c);
-        return c;
-    }
-
-    private MemorySegment pattern(long len, long seed) {
-        MemorySegment v = arena.allocate(len, 8);
-        ValuePattern.fill(v, len, seed);
-        return v;
-    }
-
-    private static void awaitTrue(String what, BooleanSupplier condition) throws InterruptedException {
-        long end = System.nanoTime() + 15_000_000_000L;
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > end) {
-                throw new AssertionError("timed out waiting until " + what);
-            }
-            Thread.sleep(10);
-        }
-    }
+    @RegisterExtension
+    final ShmProcessBench bench = new ShmProcessBench("mp");
 
     @Test
     void threeWriterAndThreeReaderProcessesNeverSeeATornValue() throws Exception {
         String options = "capacity=1MiB&entries=64";
-        ShmStore s = open(options);
+        ShmStore s = bench.open(options);
         int keys = 48;
         for (int i = 0; i < keys; i++) {
-            s.put("key-" + i, pattern(16 + 8 * i, i), PutOptions.DEFAULT);
+            s.put("key-" + i, bench.pattern(16 + 8 * i, i), PutOptions.DEFAULT);
         }
         for (int i = 0; i < 3; i++) {
-            child(Map.of(), "write", uri(options), "4000", String.valueOf(keys), String.valueOf(i + 1));
-            child(Map.of(), "read", uri(options), "4000", String.valueOf(keys));
+            bench.child(Map.of(), "write", bench.uri(options), "4000", String.valueOf(keys), String.valueOf(i + 1));
+            bench.child(Map.of(), "read", bench.uri(options), "4000", String.valueOf(keys));
         }
         long hits = 0;
         long puts = 0;
-        for (ChildJvm c : children) {
+        for (ChildJvm c : bench.children()) {
             String done = c.await("DONE", 30);
             assertEquals(0, c.exitCode(10), c.output());
             assertFalse(c.output().contains("TORN"), c.output());
@@ -118,15 +69,15 @@ class ShmMultiProcessTest {
 
     @Test
     void aWriterKilledMidPutLeavesNoPartialEntryAndLosesNoSpace() throws Exception {
-        ShmStore s = open("capacity=64MiB");
+        ShmStore s = bench.open("capacity=64MiB");
         long initial = s.freeBytes();
-        s.put("stable", pattern(1 << 20, 11), PutOptions.DEFAULT);
-        s.put("big", pattern(1 << 20, 12), PutOptions.DEFAULT);
-        ChildJvm writer = child(Map.of(ShmStore.PROP_PUT_PAUSE_MS, String.valueOf(PAUSE)),
-                "put", uri("capacity=64MiB"), "big", String.valueOf(16 << 20), "13");
+        s.put("stable", bench.pattern(1 << 20, 11), PutOptions.DEFAULT);
+        s.put("big", bench.pattern(1 << 20, 12), PutOptions.DEFAULT);
+        ChildJvm writer = bench.child(Map.of(ShmStore.PROP_PUT_PAUSE_MS, String.valueOf(PAUSE)),
+                "put", bench.uri("capacity=64MiB"), "big", String.valueOf(16 << 20), "13");
         writer.await("PUTTING", 20);
-        awaitTrue("the child has reserved 16 MiB", () -> s.freeBytes() == initial - (18L << 20));
-        MemorySegment dst = arena.allocate(16 << 20, 8);
+        ShmProcessBench.awaitTrue("the child has reserved 16 MiB", () -> s.freeBytes() == initial - (18L << 20));
+        MemorySegment dst = bench.arena().allocate(16 << 20, 8);
         assertEquals(1 << 20, s.getInto("big", dst), "readers still see the old value during the put");
         assertEquals(12, ValuePattern.seed(dst));
         writer.kill();
@@ -134,7 +85,7 @@ class ShmMultiProcessTest {
         assertEquals(1 << 20, s.getInto("big", dst), "the dead writer's half value never became visible");
         assertNull(ValuePattern.verify(dst, 1 << 20));
         assertEquals(12, ValuePattern.seed(dst));
-        ChildJvm fresh = child(Map.of(), "put", uri("capacity=64MiB"), "big", String.valueOf(16 << 20), "14");
+        ChildJvm fresh = bench.child(Map.of(), "put", bench.uri("capacity=64MiB"), "big", String.valueOf(16 << 20), "14");
         fresh.await("PUT true", 20);
         assertEquals(0, fresh.exitCode(10), fresh.output());
         assertEquals(16 << 20, s.getInto("big", dst));
@@ -150,56 +101,56 @@ class ShmMultiProcessTest {
 
     @Test
     void aReaderKilledWhileHoldingALeaseDelaysReclaimOnlyUntilItIsFoundDead() throws Exception {
-        ShmStore s = open("capacity=16MiB");
+        ShmStore s = bench.open("capacity=16MiB");
         long initial = s.freeBytes();
-        s.put("k", pattern(8 << 20, 21), PutOptions.DEFAULT);
-        ChildJvm reader = child(Map.of(ShmStore.PROP_GET_PAUSE_MS, String.valueOf(PAUSE)),
-                "get", uri("capacity=16MiB"), "k", String.valueOf(8 << 20));
+        s.put("k", bench.pattern(8 << 20, 21), PutOptions.DEFAULT);
+        ChildJvm reader = bench.child(Map.of(ShmStore.PROP_GET_PAUSE_MS, String.valueOf(PAUSE)),
+                "get", bench.uri("capacity=16MiB"), "k", String.valueOf(8 << 20));
         reader.await("GETTING", 20);
-        awaitTrue("the child holds a lease", () -> s.leasesHeld() == 1);
+        ShmProcessBench.awaitTrue("the child holds a lease", () -> s.leasesHeld() == 1);
 
         assertTrue(s.remove("k"));
         assertFalse(s.exists("k"));
         assertEquals(initial - (8L << 20), s.freeBytes(), "a leased value is not freed under its reader");
-        s.put("k", pattern(4 << 20, 22), PutOptions.DEFAULT);
-        s.put("k2", pattern(4 << 20, 23), PutOptions.DEFAULT);
+        s.put("k", bench.pattern(4 << 20, 22), PutOptions.DEFAULT);
+        s.put("k2", bench.pattern(4 << 20, 23), PutOptions.DEFAULT);
         assertEquals(0, s.freeBytes(), "new values do not overwrite the leased one");
         reader.kill();
 
         // 12 MiB fit only once the dead reader's 8 MiB are back: evicting k and k2 alone frees 8 MiB.
-        assertTrue(s.put("k3", pattern(12 << 20, 24), PutOptions.DEFAULT),
+        assertTrue(s.put("k3", bench.pattern(12 << 20, 24), PutOptions.DEFAULT),
                 "a put under pressure finds the reader dead and takes its space");
         assertEquals(0, s.leasesHeld());
-        assertEquals(12 << 20, s.getInto("k3", arena.allocate(12 << 20, 8)));
+        assertEquals(12 << 20, s.getInto("k3", bench.arena().allocate(12 << 20, 8)));
         assertTrue(s.remove("k3"));
         assertEquals(initial, s.freeBytes());
     }
 
     @Test
     void aProcessKilledHoldingTheLockIsRecoveredAndTheStoreStaysConsistent() throws Exception {
-        ShmStore s = open("capacity=8MiB&lock-timeout=300ms");
+        ShmStore s = bench.open("capacity=8MiB&lock-timeout=300ms");
         long initial = s.freeBytes();
-        s.put("before", pattern(1 << 20, 31), PutOptions.DEFAULT);
-        ChildJvm holder = child(Map.of(ShmStore.PROP_LOCK_PAUSE_MS, String.valueOf(PAUSE)),
-                "put", uri("capacity=8MiB"), "x", String.valueOf(1 << 20), "32");
+        s.put("before", bench.pattern(1 << 20, 31), PutOptions.DEFAULT);
+        ChildJvm holder = bench.child(Map.of(ShmStore.PROP_LOCK_PAUSE_MS, String.valueOf(PAUSE)),
+                "put", bench.uri("capacity=8MiB"), "x", String.valueOf(1 << 20), "32");
         holder.await("PUTTING", 20);
         // The child takes the lock briefly to allocate; only a hold that lasts is the paused publish.
-        awaitTrue("the child holds the lock for good", () -> {
+        ShmProcessBench.awaitTrue("the child holds the lock for good", () -> {
             if (ProcessIdentity.pid(s.lockOwner()) != holder.pid()) {
                 return false;
             }
             LockSupport.parkNanos(200_000_000);
             return ProcessIdentity.pid(s.lockOwner()) == holder.pid();
         });
-        MemorySegment dst = arena.allocate(1 << 20, 8);
+        MemorySegment dst = bench.arena().allocate(1 << 20, 8);
         assertEquals(1 << 20, s.getInto("before", dst), "reads need no lock");
-        KVException stuck = assertThrows(KVException.class, () -> s.put("blocked", pattern(16, 1),
+        KVException stuck = assertThrows(KVException.class, () -> s.put("blocked", bench.pattern(16, 1),
                 PutOptions.DEFAULT));
         assertEquals(ErrorCode.TIMEOUT, stuck.code());
         assertTrue(stuck.getMessage().contains("process " + holder.pid()), stuck.getMessage());
         holder.kill();
 
-        assertTrue(s.put("after", pattern(1 << 20, 33), PutOptions.DEFAULT), "the lock is taken over");
+        assertTrue(s.put("after", bench.pattern(1 << 20, 33), PutOptions.DEFAULT), "the lock is taken over");
         assertEquals(GetResult.MISS, s.getInto("x", dst), "the put that died before publishing is not there");
         assertEquals(1 << 20, s.getInto("before", dst));
         assertEquals(31, ValuePattern.seed(dst));
@@ -207,7 +158,7 @@ class ShmMultiProcessTest {
         assertFalse(s.exists("blocked"));
 
         s.close();
-        ShmStore reopened = open("");
+        ShmStore reopened = bench.open("");
         assertEquals(1 << 20, reopened.getInto("after", dst));
         assertNull(ValuePattern.verify(dst, 1 << 20));
         assertTrue(reopened.remove("before"));
@@ -219,14 +170,14 @@ class ShmMultiProcessTest {
     @Test
     void processesRacingToCreateAStoreAllOpenTheSameOne() throws Exception {
         for (int i = 0; i < 3; i++) {
-            child(Map.of(), "put", uri("capacity=4MiB"), "from-" + i, "4096", String.valueOf(40 + i));
+            bench.child(Map.of(), "put", bench.uri("capacity=4MiB"), "from-" + i, "4096", String.valueOf(40 + i));
         }
-        for (ChildJvm c : children) {
+        for (ChildJvm c : bench.children()) {
             c.await("PUT true", 20);
             assertEquals(0, c.exitCode(10), c.output());
         }
-        ShmStore s = open("capacity=4MiB");
-        MemorySegment dst = arena.allocate(4096, 8);
+        ShmStore s = bench.open("capacity=4MiB");
+        MemorySegment dst = bench.arena().allocate(4096, 8);
         for (int i = 0; i < 3; i++) {
             assertEquals(4096, s.getInto("from-" + i, dst), "from-" + i);
             assertEquals(40 + i, ValuePattern.seed(dst));
@@ -236,13 +187,13 @@ class ShmMultiProcessTest {
     @Test
     void writersAndReadersKilledAtRandomMomentsLeaveAConsistentStore() throws Exception {
         String options = "capacity=1MiB&entries=64";
-        ShmStore s = open(options);
+        ShmStore s = bench.open(options);
         int keys = 32;
         List<ChildJvm> victims = new ArrayList<>();
         for (int i = 0; i < 3; i++) {
-            victims.add(child(Map.of(), "write", uri(options), "60000", String.valueOf(keys), String.valueOf(50 + i)));
+            victims.add(bench.child(Map.of(), "write", bench.uri(options), "60000", String.valueOf(keys), String.valueOf(50 + i)));
         }
-        victims.add(child(Map.of(), "read", uri(options), "60000", String.valueOf(keys)));
+        victims.add(bench.child(Map.of(), "read", bench.uri(options), "60000", String.valueOf(keys)));
         for (ChildJvm v : victims) {
             v.await("OPEN", 20);
         }
@@ -252,7 +203,7 @@ class ShmMultiProcessTest {
             v.kill();
         }
         s.reclaim();
-        MemorySegment dst = arena.allocate(64 << 10, 8);
+        MemorySegment dst = bench.arena().allocate(64 << 10, 8);
         int hits = 0;
         for (int i = 0; i < keys; i++) {
             long r = s.getInto("key-" + i, dst);
@@ -268,8 +219,8 @@ class ShmMultiProcessTest {
         }
         assertEquals(1 << 20, s.freeBytes(), "every block came back after four processes died mid-work");
         s.close();
-        ShmStore reopened = open("");
+        ShmStore reopened = bench.open("");
         assertEquals(1 << 20, reopened.freeBytes());
-        assertTrue(reopened.put("after", pattern(4096, 1), PutOptions.DEFAULT));
+        assertTrue(reopened.put("after", bench.pattern(4096, 1), PutOptions.DEFAULT));
     }
 }
