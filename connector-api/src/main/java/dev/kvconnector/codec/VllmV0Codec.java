@@ -2,7 +2,6 @@ package dev.kvconnector.codec;
 
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
-import dev.kvconnector.key.ChunkKeys;
 import dev.kvconnector.key.Granularity;
 import dev.kvconnector.key.KeyPlan;
 import dev.kvconnector.layout.KVLayout;
@@ -80,46 +79,23 @@ public final class VllmV0Codec implements ObjectCodec {
         return TensorSpec.of(layout.dtype(), 2, layout.numLayers(), tokens, layout.kvHeads(), layout.headSize());
     }
 
-    private final class Plan implements ObjectPlan {
-        private final KeyPlan keys;
-        private final ChunkKeys[] chunks;
+    private final class Plan extends ChunkObjectPlan {
         private final KVLayout layout;
         private final TensorSpec[] specs;
         private final SafetensorsLayout[] objects;
         private final long[] dataOffsets;
 
         Plan(KeyPlan keys, KVLayout layout) {
-            this.keys = keys;
+            super(keys);
             this.layout = layout;
-            this.chunks = keys.chunks().toArray(new ChunkKeys[0]);
-            this.specs = new TensorSpec[chunks.length];
-            this.objects = new SafetensorsLayout[chunks.length];
-            this.dataOffsets = new long[chunks.length];
-            for (int c = 0; c < chunks.length; c++) {
-                specs[c] = kvSpec(layout, chunks[c].tokens());
+            this.specs = new TensorSpec[chunks()];
+            this.objects = new SafetensorsLayout[chunks()];
+            this.dataOffsets = new long[chunks()];
+            for (int c = 0; c < chunks(); c++) {
+                specs[c] = kvSpec(layout, chunk(c).tokens());
                 objects[c] = VllmV0Object.layout(specs[c]);
                 dataOffsets[c] = objects[c].dataOffset(VllmV0Object.TENSOR);
             }
-        }
-
-        @Override
-        public KeyPlan keys() {
-            return keys;
-        }
-
-        @Override
-        public int chunks() {
-            return chunks.length;
-        }
-
-        @Override
-        public Completion completion() {
-            return Completion.PER_CHUNK;
-        }
-
-        @Override
-        public String layerKey(int chunk, int layer) {
-            return chunks[chunk].layerKeys()[0];
         }
 
         @Override
@@ -128,13 +104,13 @@ public final class VllmV0Codec implements ObjectCodec {
         }
 
         private long planeBytes(int chunk) {
-            return chunks[chunk].tokens() * layout.bytesPerTokenPerTensor();
+            return chunk(chunk).tokens() * layout.bytesPerTokenPerTensor();
         }
 
         @Override
         public TensorPlacement placement(int chunk, int layer, int tensor) {
             long offset = dataOffsets[chunk] + ((long) tensor * layout.numLayers() + layer) * planeBytes(chunk);
-            return TensorPlacement.contiguous(offset, chunks[chunk].tokens(), layout.kvHeads(),
+            return TensorPlacement.contiguous(offset, chunk(chunk).tokens(), layout.kvHeads(),
                     layout.bytesPerTokenPerTensor() / layout.kvHeads());
         }
 
@@ -201,7 +177,7 @@ public final class VllmV0Codec implements ObjectCodec {
 
         @Override
         public String hiddenKey(int chunk) {
-            return chunks[chunk].hiddenKey();
+            return chunk(chunk).hiddenKey();
         }
 
         private SafetensorsLayout hiddenLayout(int chunk, DType dtype) {
@@ -216,7 +192,7 @@ public final class VllmV0Codec implements ObjectCodec {
         }
 
         private TensorSpec hiddenSpec(int chunk, DType dtype) {
-            return TensorSpec.of(dtype, chunks[chunk].tokens(), layout.hiddenSize());
+            return TensorSpec.of(dtype, chunk(chunk).tokens(), layout.hiddenSize());
         }
 
         @Override

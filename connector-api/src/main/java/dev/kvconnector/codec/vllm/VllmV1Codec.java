@@ -1,5 +1,6 @@
 package dev.kvconnector.codec.vllm;
 
+import dev.kvconnector.codec.ChunkObjectPlan;
 import dev.kvconnector.codec.Completion;
 import dev.kvconnector.codec.KvOnlyPlan;
 import dev.kvconnector.codec.ObjectCodec;
@@ -80,18 +81,15 @@ public final class VllmV1Codec implements ObjectCodec {
         return new Plan(keys, new VllmV1ValueLayout(layout, order));
     }
 
-    private static final class Plan implements KvOnlyPlan {
-        private final KeyPlan keys;
-        private final ChunkKeys[] chunks;
+    private static final class Plan extends ChunkObjectPlan implements KvOnlyPlan {
         private final VllmV1ValueLayout value;
         private final KVLayout layout;
 
         Plan(KeyPlan keys, VllmV1ValueLayout value) {
-            this.keys = keys;
+            super(keys);
             this.value = value;
             this.layout = value.layout();
-            this.chunks = keys.chunks().toArray(new ChunkKeys[0]);
-            for (ChunkKeys c : chunks) {
+            for (ChunkKeys c : keys.chunks()) {
                 if (c.tokens() != layout.blockSize()) {
                     throw KVException.of(ErrorCode.INVALID_ARGUMENT, "chunk " + c.index() + " covers " + c.tokens()
                                     + " tokens, but a vLLM V1 value is one block of " + layout.blockSize() + " tokens")
@@ -104,26 +102,6 @@ public final class VllmV1Codec implements ObjectCodec {
         @Override
         public String objectsName() {
             return "vLLM V1 values";
-        }
-
-        @Override
-        public KeyPlan keys() {
-            return keys;
-        }
-
-        @Override
-        public int chunks() {
-            return chunks.length;
-        }
-
-        @Override
-        public Completion completion() {
-            return Completion.PER_CHUNK;
-        }
-
-        @Override
-        public String layerKey(int chunk, int layer) {
-            return chunks[chunk].layerKeys()[0];
         }
 
         @Override

@@ -1,5 +1,6 @@
 package dev.kvconnector.lmcache.format;
 
+import dev.kvconnector.codec.ChunkObjectPlan;
 import dev.kvconnector.codec.Completion;
 import dev.kvconnector.codec.KvOnlyPlan;
 import dev.kvconnector.codec.ObjectCodec;
@@ -7,7 +8,6 @@ import dev.kvconnector.codec.ObjectPlan;
 import dev.kvconnector.codec.TensorPlacement;
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
-import dev.kvconnector.key.ChunkKeys;
 import dev.kvconnector.key.Granularity;
 import dev.kvconnector.key.KeyPlan;
 import dev.kvconnector.layout.AttentionKind;
@@ -143,22 +143,19 @@ public final class LmChunkCodec implements ObjectCodec {
         return name();
     }
 
-    private final class Plan implements KvOnlyPlan {
-        private final KeyPlan keys;
-        private final ChunkKeys[] chunks;
+    private final class Plan extends ChunkObjectPlan implements KvOnlyPlan {
         private final LmChunkGeometry[] geometry;
         private final LmRemoteMetadata[] metadata;
         private final int meta;
 
         Plan(KeyPlan keys, KVLayout layout) {
-            this.keys = keys;
-            this.chunks = keys.chunks().toArray(new ChunkKeys[0]);
+            super(keys);
             this.meta = metadataBytes();
             int dtypeCode = format.memoryFormat() > 0 ? LmRemoteMetadata.dtypeCode(layout.dtype()) : 0;
-            this.geometry = new LmChunkGeometry[chunks.length];
-            this.metadata = new LmRemoteMetadata[chunks.length];
-            for (int c = 0; c < chunks.length; c++) {
-                LmChunkGeometry g = new LmChunkGeometry(layout.numLayers(), chunks[c].tokens(), layout.kvHeads(),
+            this.geometry = new LmChunkGeometry[chunks()];
+            this.metadata = new LmRemoteMetadata[chunks()];
+            for (int c = 0; c < chunks(); c++) {
+                LmChunkGeometry g = new LmChunkGeometry(layout.numLayers(), chunk(c).tokens(), layout.kvHeads(),
                         layout.headSize(), layout.dtype().byteWidth());
                 geometry[c] = g;
                 if (meta > 0) {
@@ -187,26 +184,6 @@ public final class LmChunkCodec implements ObjectCodec {
         @Override
         public String objectsName() {
             return "LMCache chunk objects (" + format + ")";
-        }
-
-        @Override
-        public KeyPlan keys() {
-            return keys;
-        }
-
-        @Override
-        public int chunks() {
-            return chunks.length;
-        }
-
-        @Override
-        public Completion completion() {
-            return Completion.PER_CHUNK;
-        }
-
-        @Override
-        public String layerKey(int chunk, int layer) {
-            return chunks[chunk].layerKeys()[0];
         }
 
         @Override
