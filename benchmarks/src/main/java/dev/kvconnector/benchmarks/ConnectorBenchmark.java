@@ -2,6 +2,7 @@ package dev.kvconnector.benchmarks;
 
 import dev.kvconnector.connector.DropResult;
 import dev.kvconnector.layout.KVLayout;
+import dev.kvconnector.memory.ChecksummedCopy;
 import dev.kvconnector.store.KVStore;
 import dev.kvconnector.store.KVStores;
 import dev.kvconnector.workload.TransferWorkload;
@@ -40,6 +41,10 @@ import org.openjdk.jmh.annotations.TearDown;
  *       connector does. Compare per request.</li>
  *   <li>{@link #floorHotLayer}: one copy of one layer (4 MiB for Llama-3-8B at 1024 tokens), over and over, so it
  *       runs from cache as far as the layer fits. Compare per layer.</li>
+ *   <li>{@link #sameWorkingSetInChunks} (not a floor, an explanation): the same-working-set copy in
+ *       {@link ChecksummedCopy#CHUNK_BYTES} pieces, as a copy that checks each piece while it is in cache must go:
+ *       what chunking costs by itself, before any check, against the JDK's one large copy. Compare per
+ *       request.</li>
  * </ul>
  *
  * <p>Allocation: JMH's {@code -prof gc} counts every thread during the iteration, the untimed per-invocation
@@ -242,6 +247,17 @@ public class ConnectorBenchmark {
     @Benchmark
     public MemorySegment floorSameWorkingSet(Floors f) {
         MemorySegment.copy(f.requestSource, 0, f.requestTarget, 0, f.requestSource.byteSize());
+        return f.requestTarget;
+    }
+
+    /** The same-working-set copy in the pieces a fused check copies in. */
+    @Benchmark
+    public MemorySegment sameWorkingSetInChunks(Floors f) {
+        long size = f.requestSource.byteSize();
+        for (long off = 0; off < size; off += ChecksummedCopy.CHUNK_BYTES) {
+            MemorySegment.copy(f.requestSource, off, f.requestTarget, off, Math.min(ChecksummedCopy.CHUNK_BYTES,
+                    size - off));
+        }
         return f.requestTarget;
     }
 
