@@ -18,8 +18,8 @@ import java.util.Objects;
  *
  * <p>Why not CRC32C, the format's payload check before version 2: the JDK computes CRC32C only through a
  * {@code ByteBuffer} or a {@code byte[]}, so over native memory every update made a buffer object, and fused into a
- * copy it cost 1.37x a cache-hot copy of a layer, where this sum, vectorised by C2 over the bytes just copied, costs
- * 1.2x ({@code CrcFusionBenchmark}; numbers in {@code benchmarks/results/REPORT.md}).
+ * copy it cost about 1.5x a cache-hot copy of a layer, where this sum, over the bytes just copied, costs 1.1-1.3x
+ * ({@code ChecksumFusionBenchmark}; numbers in {@code benchmarks/results/REPORT.md}).
  *
  * <p>The sum is linear: updates may split the payload anywhere, as long as they come in payload order, and each byte
  * is read once. An aligned run (from a payload position that is a multiple of 8) is summed eight bytes at a time; the
