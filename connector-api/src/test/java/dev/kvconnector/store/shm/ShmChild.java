@@ -25,6 +25,9 @@ import java.util.SplittableRandom;
  *                                  (HOW=commit) or prints CLAIMED and waits to be killed (HOW=hang)
  *   view URI KEY HOW               views the key and verifies every byte in place, then releases the view
  *                                  (HOW=release) or prints HOLDING and waits to be killed (HOW=hold)
+ *   churn URI MILLIS KEYS SEED     for MILLIS, at random over key-0..key-(KEYS-1): claims and commits, claims and
+ *                                  aborts, views (verifying every byte in place, sometimes across a later
+ *                                  operation) and removes, with pattern values of 4 to 256 KiB
  * </pre>
  */
 public final class ShmChild {
@@ -60,6 +63,8 @@ public final class ShmChild {
                 case "claim" -> claim(store, args[2], Long.parseLong(args[3]), Long.parseLong(args[4]),
                         args[5].equals("commit"));
                 case "view" -> view(store, args[2], args[3].equals("hold"));
+                case "churn" -> churn(store, Long.parseLong(args[2]), Integer.parseInt(args[3]),
+                        Long.parseLong(args[4]));
                 default -> throw new IllegalArgumentException("unknown mode " + mode);
             }
         }
@@ -101,6 +106,74 @@ public final class ShmChild {
             sleepUntilKilled();
         }
         view.release();
+    }
+
+    private static void churn(ShmStore store, long millis, int keys, long seed) {
+        SplittableRandom rnd = new SplittableRandom(seed);
+        StoreClaim claim = store.newClaim();
+        StoreView view = store.newView();
+        StoreView held = store.newView();
+        long heldBytes = 0;
+        long commits = 0;
+        long aborts = 0;
+        long views = 0;
+        long full = 0;
+        long end = System.nanoTime() + millis * 1_000_000;
+        while (System.nanoTime() < end) {
+            String key = "key-" + rnd.nextInt(keys);
+            switch (rnd.nextInt(5)) {
+                case 0, 1 -> {
+                    long bytes = (4L << 10) + 8L * rnd.nextInt(32 << 10);
+                    int code = store.tryClaim(key, bytes, PutOptions.DEFAULT, claim);
+                    if (code == ClaimResult.FULL) {
+                        full++;
+                        break;
+                    }
+                    ValuePattern.fill(claim.segment(), bytes, rnd.nextLong());
+                    if (rnd.nextInt(4) == 0) {
+                        claim.abort();
+                        aborts++;
+                    } else {
+                        claim.commit();
+                        commits++;
+                    }
+                }
+                case 2 -> {
+                    long r = store.tryView(key, view);
+                    if (GetResult.isHit(r)) {
+                        verifyOrExit(key, view.segment(), r);
+                        view.release();
+                        views++;
+                    }
+                }
+                case 3 -> {
+                    if (held.isHeld()) {
+                        verifyOrExit("the held view", held.segment(), heldBytes);
+                        held.release();
+                    } else {
+                        heldBytes = store.tryView(key, held);
+                        if (!GetResult.isHit(heldBytes)) {
+                            heldBytes = 0;
+                        }
+                    }
+                }
+                default -> store.remove(key);
+            }
+        }
+        if (held.isHeld()) {
+            verifyOrExit("the held view", held.segment(), heldBytes);
+            held.release();
+        }
+        System.out.println("DONE commits=" + commits + " aborts=" + aborts + " views=" + views + " full=" + full);
+    }
+
+    private static void verifyOrExit(String what, MemorySegment value, long bytes) {
+        String bad = ValuePattern.verify(value, bytes);
+        if (bad != null) {
+            System.out.println("TORN " + what + ": " + bad);
+            System.out.flush();
+            System.exit(3);
+        }
     }
 
     private static void sleepUntilKilled() {

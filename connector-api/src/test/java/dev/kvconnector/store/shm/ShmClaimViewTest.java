@@ -291,4 +291,36 @@ class ShmClaimViewTest {
         assertEquals(initial - 4 * MIB, s.freeBytes(), "the removed value was freed once its viewer died");
         assertValue(s, "filler", 4 * MIB, 61);
     }
+
+    @Test
+    void fourProcessesClaimCommitAbortViewAndEvictAtOnceAndEveryByteTheyViewIsIntact() throws Exception {
+        // 2 MiB for 4 x 16 keys of up to 260 KiB: claims evict all the time, while other processes view.
+        String uri = bench.uri("capacity=2MiB");
+        try (ShmStore s = bench.open("capacity=2MiB")) {
+            assertTrue(s.capabilities().contains(dev.kvconnector.store.StoreCapability.CLAIM));
+        }
+        List<ChildJvm> churners = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            churners.add(bench.child(Map.of(), "churn", uri, "3000", "16", String.valueOf(100 + i)));
+        }
+        long commits = 0;
+        long views = 0;
+        for (ChildJvm c : churners) {
+            String done = c.await("DONE", 60);
+            assertEquals(0, c.exitCode(30), "a churner saw a torn value or failed: " + c.output());
+            commits += Long.parseLong(done.replaceAll(".*commits=(\\d+).*", "$1"));
+            views += Long.parseLong(done.replaceAll(".*views=(\\d+).*", "$1"));
+        }
+        assertTrue(commits > 100 && views > 20, "too little happened to prove anything: " + commits + " commits, "
+                + views + " views");
+        ShmStore after = bench.open("capacity=2MiB");
+        for (int k = 0; k < 16; k++) {
+            long size = after.size("key-" + k);
+            if (size >= 0) {
+                MemorySegment dst = bench.arena().allocate(size, 8);
+                assertEquals(size, after.getInto("key-" + k, dst));
+                assertNull(ValuePattern.verify(dst, size), "key-" + k);
+            }
+        }
+    }
 }
