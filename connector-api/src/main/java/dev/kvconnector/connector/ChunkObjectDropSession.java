@@ -76,7 +76,10 @@ final class ChunkObjectDropSession implements DropSession {
             return DropResult.miss(requestedTokens, MissReason.ABSENT, "key scheme " + objects.keys().scheme()
                     + " keeps no hidden states");
         }
-        MemorySegment staging = connector.staging().acquire(geo.layerStagingBytes);
+        MemorySegment staging = DropStaging.acquire(connector, geo.layerStagingBytes);
+        if (staging == null) {
+            return DropStaging.full(connector, requestedTokens, geo.layerStagingBytes);
+        }
         try {
             long start = System.nanoTime();
             Outcome read = readChunks(staging, chunks);
@@ -236,7 +239,10 @@ final class ChunkObjectDropSession implements DropSession {
         long rowBytes = (long) hiddenSize * dtype.byteWidth();
         for (int c = 0; c < chunks; c++) {
             long size = objects.hiddenObjectBytes(c, dtype);
-            MemorySegment staging = connector.staging().acquire(size);
+            MemorySegment staging = DropStaging.acquire(connector, size);
+            if (staging == null) {
+                return DropStaging.full(connector, requestedTokens, size);
+            }
             try {
                 MemorySegment object = staging.asSlice(0, size);
                 String key = objects.hiddenKey(c);

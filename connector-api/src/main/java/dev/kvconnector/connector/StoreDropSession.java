@@ -134,7 +134,10 @@ final class StoreDropSession implements DropSession {
      */
     private DropResult readManifests(int chunks, boolean wait) {
         long slot = ChunkGeometry.align(ChunkGeometry.MANIFEST_BYTES);
-        MemorySegment staging = connector.staging().acquire(chunks * slot);
+        MemorySegment staging = DropStaging.acquire(connector, chunks * slot);
+        if (staging == null) {
+            return DropStaging.full(connector, requestedTokens, chunks * slot);
+        }
         try {
             String[] keys = new String[chunks];
             MemorySegment[] dsts = new MemorySegment[chunks];
@@ -194,7 +197,10 @@ final class StoreDropSession implements DropSession {
         }
         long start = System.nanoTime();
         waitedNanos = 0;
-        MemorySegment staging = connector.staging().acquire(geo.layerStagingBytes);
+        MemorySegment staging = DropStaging.acquire(connector, geo.layerStagingBytes);
+        if (staging == null) {
+            return DropStaging.full(connector, requestedTokens, geo.layerStagingBytes);
+        }
         try {
             String[] keys = geo.layerKeys[layer];
             MemorySegment[] dsts = layerDsts;
@@ -346,7 +352,10 @@ final class StoreDropSession implements DropSession {
             }
             DType dtype = hs.dtype();
             long size = objects.hiddenObjectBytes(c, dtype);
-            MemorySegment staging = connector.staging().acquire(size);
+            MemorySegment staging = DropStaging.acquire(connector, size);
+            if (staging == null) {
+                return DropStaging.full(connector, requestedTokens, size);
+            }
             try {
                 MemorySegment object = staging.asSlice(0, size);
                 String key = objects.hiddenKey(c);

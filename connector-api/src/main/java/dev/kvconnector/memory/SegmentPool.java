@@ -9,6 +9,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
 
 /**
@@ -113,13 +114,35 @@ public final class SegmentPool implements AutoCloseable {
     public MemorySegment acquire(long bytes) {
         MemorySegment s = tryAcquire(bytes);
         if (s == null) {
-            long size = leaseBytes(bytes);
-            throw KVException.of(ErrorCode.STORE_FULL, "staging pool exhausted: " + bytes + " bytes requested (lease "
-                    + size + "), " + allocatedBytes() + " of " + maxBytes + " bytes allocated, " + outstandingLeases()
-                    + " leases out").operation("acquire")
+            throw KVException.of(ErrorCode.STORE_FULL, describeNoRoom(bytes)).operation("acquire")
                     .hint("raise the staging bound, or release segments: every acquire needs a release").build();
         }
         return s;
+    }
+
+    /**
+     * {@link #tryAcquire(long)}, waiting up to {@code timeoutNanos} while the bound leaves no room, for other
+     * holders to release theirs; it polls with a backoff from 10 us to 1 ms.
+     *
+     * @return the segment, or null when there was still no room at the deadline (nothing was leased)
+     * @throws KVException as {@link #tryAcquire(long)}
+     */
+    public MemorySegment tryAcquire(long bytes, long timeoutNanos) {
+        MemorySegment s = tryAcquire(bytes);
+        long deadline = System.nanoTime() + timeoutNanos;
+        long backoff = 10_000;
+        while (s == null && System.nanoTime() - deadline < 0) {
+            LockSupport.parkNanos(backoff);
+            backoff = Math.min(2 * backoff, 1_000_000);
+            s = tryAcquire(bytes);
+        }
+        return s;
+    }
+
+    /** Why a lease of {@code bytes} finds no room now: the request and the pool's state, for errors and misses. */
+    public String describeNoRoom(long bytes) {
+        return "staging pool exhausted: " + bytes + " bytes requested (lease " + leaseBytes(bytes) + "), "
+                + allocatedBytes() + " of " + maxBytes + " bytes allocated, " + outstandingLeases() + " leases out";
     }
 
     /**

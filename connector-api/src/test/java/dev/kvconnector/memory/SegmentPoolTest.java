@@ -191,4 +191,29 @@ class SegmentPoolTest {
             assertEquals(0, pool.outstandingLeases());
         }
     }
+
+    @Test
+    void aTimedAcquireGetsWhatAnotherThreadReleasesAndOtherwiseGivesUpAtItsDeadline() throws Exception {
+        try (SegmentPool pool = new SegmentPool(8 * MIB)) {
+            MemorySegment all = pool.acquire(8 * MIB - 64 * 1024);
+            long start = System.nanoTime();
+            assertNull(pool.tryAcquire(4 * MIB, TimeUnit.MILLISECONDS.toNanos(100)));
+            assertTrue(System.nanoTime() - start >= TimeUnit.MILLISECONDS.toNanos(90), "gave up early");
+            assertTrue(pool.describeNoRoom(4 * MIB).contains("staging pool exhausted"));
+            ExecutorService releaser = Executors.newSingleThreadExecutor();
+            try {
+                Future<?> f = releaser.submit(() -> {
+                    Thread.sleep(50);
+                    pool.release(all);
+                    return null;
+                });
+                MemorySegment got = pool.tryAcquire(4 * MIB, TimeUnit.SECONDS.toNanos(5));
+                assertNotNull(got, "the released room was not taken");
+                f.get();
+                pool.release(got);
+            } finally {
+                releaser.shutdownNow();
+            }
+        }
+    }
 }
