@@ -1,7 +1,6 @@
 package dev.kvconnector.store.memory;
 
-import dev.kvconnector.error.ErrorCode;
-import dev.kvconnector.error.KVException;
+import dev.kvconnector.store.HandleErrors;
 import dev.kvconnector.store.StoreView;
 import java.lang.foreign.MemorySegment;
 
@@ -20,14 +19,10 @@ final class MemoryView implements StoreView {
     /** {@code view} as a handle of {@code store}, checked to be empty. */
     static MemoryView ownedBy(MemoryStore store, StoreView view, String key) {
         if (!(view instanceof MemoryView v) || v.store != store) {
-            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "the view handle does not belong to this store")
-                    .store(store.uri()).operation("tryView").key(key)
-                    .hint("get handles from the same store's newView()").build();
+            throw HandleErrors.foreignView(store.uri(), key);
         }
         if (v.entry != null) {
-            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "the view handle still holds an object")
-                    .store(store.uri()).operation("tryView").key(key)
-                    .hint("release() it before the next tryView").build();
+            throw HandleErrors.viewStillHeld(store.uri(), key);
         }
         return v;
     }
@@ -40,8 +35,7 @@ final class MemoryView implements StoreView {
     @Override
     public MemorySegment segment() {
         if (entry == null) {
-            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "the view handle holds no object").store(store.uri())
-                    .operation("segment").hint("tryView must return a hit first; release empties the handle").build();
+            throw HandleErrors.noView(store.uri());
         }
         store.checkOpen("segment", null);
         return entry.readOnly;
@@ -55,9 +49,7 @@ final class MemoryView implements StoreView {
     @Override
     public void release() {
         if (entry == null) {
-            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "the view handle holds no object: released twice?")
-                    .store(store.uri()).operation("release")
-                    .hint("release each hit of tryView once; close() is the idempotent form").build();
+            throw HandleErrors.releasedTwice(store.uri());
         }
         MemoryStore.Entry e = entry;
         entry = null;

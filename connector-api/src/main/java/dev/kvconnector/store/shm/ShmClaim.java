@@ -1,7 +1,6 @@
 package dev.kvconnector.store.shm;
 
-import dev.kvconnector.error.ErrorCode;
-import dev.kvconnector.error.KVException;
+import dev.kvconnector.store.HandleErrors;
 import dev.kvconnector.store.StoreClaim;
 import java.lang.foreign.MemorySegment;
 
@@ -38,14 +37,10 @@ final class ShmClaim implements StoreClaim {
     /** {@code claim} as a handle of {@code store}, checked to be empty. */
     static ShmClaim ownedBy(ShmStore store, StoreClaim claim, String key) {
         if (!(claim instanceof ShmClaim c) || c.store != store) {
-            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "the claim handle does not belong to this store")
-                    .store(store.uri()).operation("tryClaim").key(key)
-                    .hint("get handles from the same store's newClaim()").build();
+            throw HandleErrors.foreignClaim(store.uri(), key);
         }
         if (c.segment != null) {
-            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "the claim handle still holds a claim on "
-                    + KVException.shortenKey(c.key)).store(store.uri()).operation("tryClaim").key(key)
-                    .hint("commit() or abort() it before the next tryClaim").build();
+            throw HandleErrors.claimStillHeld(store.uri(), c.key, key);
         }
         return c;
     }
@@ -97,9 +92,7 @@ final class ShmClaim implements StoreClaim {
             throw store.closedError(op, key);
         }
         if (segment == null) {
-            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "the claim handle holds no claim").store(store.uri())
-                    .operation(op).hint("tryClaim must return CLAIMED first; commit and abort empty the handle")
-                    .build();
+            throw HandleErrors.noClaim(store.uri(), op);
         }
     }
 }

@@ -1,7 +1,6 @@
 package dev.kvconnector.store.shm;
 
-import dev.kvconnector.error.ErrorCode;
-import dev.kvconnector.error.KVException;
+import dev.kvconnector.store.HandleErrors;
 import dev.kvconnector.store.StoreView;
 import java.lang.foreign.MemorySegment;
 
@@ -26,14 +25,10 @@ final class ShmView implements StoreView {
     /** {@code view} as a handle of {@code store}, checked to be empty. */
     static ShmView ownedBy(ShmStore store, StoreView view, String key) {
         if (!(view instanceof ShmView v) || v.store != store) {
-            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "the view handle does not belong to this store")
-                    .store(store.uri()).operation("tryView").key(key)
-                    .hint("get handles from the same store's newView()").build();
+            throw HandleErrors.foreignView(store.uri(), key);
         }
         if (v.segment != null) {
-            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "the view handle still holds an object")
-                    .store(store.uri()).operation("tryView").key(key)
-                    .hint("release() it before the next tryView").build();
+            throw HandleErrors.viewStillHeld(store.uri(), key);
         }
         return v;
     }
@@ -47,8 +42,7 @@ final class ShmView implements StoreView {
     @Override
     public MemorySegment segment() {
         if (segment == null) {
-            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "the view handle holds no object").store(store.uri())
-                    .operation("segment").hint("tryView must return a hit first; release empties the handle").build();
+            throw HandleErrors.noView(store.uri());
         }
         if (store.isClosed()) {
             throw store.closedError("segment", null);
@@ -64,9 +58,7 @@ final class ShmView implements StoreView {
     @Override
     public void release() {
         if (segment == null) {
-            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "the view handle holds no object: released twice?")
-                    .store(store.uri()).operation("release")
-                    .hint("release each hit of tryView once; close() is the idempotent form").build();
+            throw HandleErrors.releasedTwice(store.uri());
         }
         long offset = leaseOffset;
         leaseOffset = -1;
