@@ -61,7 +61,6 @@ public final class StoreConnector implements KVStoreConnector {
     private static final Logger LOG = LoggerFactory.getLogger(StoreConnector.class);
     private final KVStore store;
     private final KVLayout layout;
-    private final long layoutFingerprint;
     private final KeyScheme scheme;
     private final ObjectCodec codec;
     private final boolean skipExisting;
@@ -94,7 +93,6 @@ public final class StoreConnector implements KVStoreConnector {
         this.store = store;
         this.ownsStore = b.store == null;
         this.layout = b.layout;
-        this.layoutFingerprint = layout.fingerprint();
         this.scheme = b.schemeInstance != null ? b.schemeInstance : KeySchemes.byName(b.keyScheme);
         this.codec = b.codec != null ? b.codec : ObjectCodecs.forScheme(scheme, layout);
         this.errorHandler = b.errorHandler;
@@ -294,11 +292,6 @@ public final class StoreConnector implements KVStoreConnector {
     @Override
     public boolean holdsHiddenStates() {
         return codec.holdsHiddenStates();
-    }
-
-    /** {@code layout().fingerprint()}, hashed once. */
-    long layoutFingerprint() {
-        return layoutFingerprint;
     }
 
     @Override

@@ -167,7 +167,7 @@ final class StoreDropSession implements DropSession {
                             + GetResult.requiredSize(r) + " bytes, expected " + ChunkGeometry.MANIFEST_BYTES);
                 }
                 int status = RawTensorFormat.validate(m, r, ChunkGeometry.MANIFEST_SPEC,
-                        connector.layoutFingerprint());
+                        connector.layout().fingerprint());
                 if (status != RawTensorFormat.OK) {
                     return manifestMiss(status, key);
                 }

@@ -376,7 +376,7 @@ final class StoreInsertSession implements InsertSession, InsertChannel {
                 m.set(ValueLayout.JAVA_LONG_UNALIGNED, base + 16, layout.numLayers());
                 m.set(ValueLayout.JAVA_LONG_UNALIGNED, base + 24, hiddenPut ? ChunkGeometry.FLAG_HIDDEN : 0);
                 RawTensorFormat.writeHeader(m, ChunkGeometry.MANIFEST_SPEC, geo.chunks[c].tokens(),
-                        connector.layoutFingerprint(), true);
+                        layout.fingerprint(), true);
                 keys[c] = geo.chunks[c].manifestKey();
                 values[c] = m;
             }

@@ -10,6 +10,7 @@ import java.util.HexFormat;
 import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * The shape of one TP rank's KV cache: what a producer and a consumer must agree on to exchange KV.
@@ -31,6 +32,13 @@ public record KVLayout(String name, AttentionKind kind, int numLayers, int kvHea
                        int blockSize, int hiddenSize) {
 
     private static final Map<String, KVLayout> PRESETS = new TreeMap<>();
+    /**
+     * Fingerprints already hashed, by layout: {@link #fingerprint()} runs per request and per manifest, and a
+     * SHA-256 with its strings each time was a third of a drop-select's allocation. Layouts are few; the map is
+     * emptied if a program makes thousands.
+     */
+    private static final ConcurrentHashMap<KVLayout, Long> FINGERPRINTS = new ConcurrentHashMap<>();
+    private static final int MAX_CACHED_FINGERPRINTS = 1024;
 
     static {
         preset(new KVLayout("llama3-8b", AttentionKind.MHA, 32, 8, 128, DType.BF16, 16, 4096));
@@ -127,6 +135,19 @@ public record KVLayout(String name, AttentionKind kind, int numLayers, int kvHea
      * SHA-256 over {@link #canonicalString()}, as a signed long.
      */
     public long fingerprint() {
+        Long cached = FINGERPRINTS.get(this);
+        if (cached != null) {
+            return cached;
+        }
+        if (FINGERPRINTS.size() >= MAX_CACHED_FINGERPRINTS) {
+            FINGERPRINTS.clear();
+        }
+        long v = hashFingerprint();
+        FINGERPRINTS.put(this, v);
+        return v;
+    }
+
+    private long hashFingerprint() {
         byte[] d = sha256(canonicalString());
         long v = 0;
         for (int i = 0; i < 8; i++) {

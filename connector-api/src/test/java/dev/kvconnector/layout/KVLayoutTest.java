@@ -54,4 +54,24 @@ class KVLayoutTest {
             assertTrue(!a.sameKvBytesAs(b) && a.fingerprint() != b.fingerprint(), b.toString());
         }
     }
+
+    @Test
+    void aLayoutsFingerprintIsHashedOnceAndThenCostsNoAllocation() {
+        com.sun.management.ThreadMXBean mx =
+                (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+        long tid = Thread.currentThread().threadId();
+        KVLayout l = KVLayout.preset("llama3-8b");
+        long first = l.fingerprint();
+        long best = Long.MAX_VALUE;
+        for (int round = 0; round < 20; round++) {
+            long before = mx.getThreadAllocatedBytes(tid);
+            for (int i = 0; i < 10_000; i++) {
+                assertEquals(first, l.fingerprint());
+            }
+            best = Math.min(best, mx.getThreadAllocatedBytes(tid) - before);
+        }
+        assertTrue(best < 10_000, "10000 fingerprints of one layout allocated " + best + " bytes");
+        assertEquals(first, new KVLayout(l.name(), l.kind(), l.numLayers(), l.kvHeads(), l.headSize(), l.dtype(),
+                l.blockSize(), l.hiddenSize()).fingerprint(), "an equal layout has the same fingerprint");
+    }
 }
