@@ -5,14 +5,14 @@ import dev.kvconnector.store.StoreClaim;
 import java.lang.foreign.MemorySegment;
 
 /**
- * {@link StoreClaim} of a {@link MemoryStore}: a block reserved against the store's capacity from the claim on. The
- * commit wraps the block in an entry and publishes it as a put does; the abort (or the store's close) returns it.
- * The segment handed out is a slice of the block, exactly the claimed size.
+ * {@link StoreClaim} of a {@link MemoryStore}: an entry and its block, reserved against the store's capacity from the
+ * claim on. The commit publishes the entry as a put does; the abort (or the store's close) returns it. The segment
+ * handed out is the entry's data slice of its block, exactly the claimed size.
  */
 final class MemoryClaim implements StoreClaim {
     private final MemoryStore store;
     private String key;
-    private MemoryStore.Entry block;
+    private MemoryStore.Entry entry;
     private boolean ifAbsent;
 
     MemoryClaim(MemoryStore store) {
@@ -24,7 +24,7 @@ final class MemoryClaim implements StoreClaim {
         if (!(claim instanceof MemoryClaim c) || c.store != store) {
             throw HandleErrors.foreignClaim(store.uri(), key);
         }
-        if (c.block != null) {
+        if (c.entry != null) {
             throw HandleErrors.claimStillHeld(store.uri(), c.key, key);
         }
         return c;
@@ -33,13 +33,13 @@ final class MemoryClaim implements StoreClaim {
     /** Holds {@code entry}, prepared for the claimed size with the claim's one reference. */
     void hold(String claimKey, MemoryStore.Entry entry, boolean absent) {
         this.key = claimKey;
-        this.block = entry;
+        this.entry = entry;
         this.ifAbsent = absent;
     }
 
-    /** Empties the handle for the store's close and returns the block, for the store to free. */
+    /** Empties the handle for the store's close and returns the entry, for the store to free. */
     MemoryStore.Entry dropAtClose() {
-        MemoryStore.Entry b = block;
+        MemoryStore.Entry b = entry;
         clear();
         return b;
     }
@@ -47,19 +47,19 @@ final class MemoryClaim implements StoreClaim {
     @Override
     public MemorySegment segment() {
         requireClaimed("segment");
-        return block.data;
+        return entry.data;
     }
 
     @Override
     public boolean isClaimed() {
-        return block != null;
+        return entry != null;
     }
 
     @Override
     public boolean commit() {
         requireClaimed("commit");
         String k = key;
-        MemoryStore.Entry b = block;
+        MemoryStore.Entry b = entry;
         boolean absent = ifAbsent;
         if (!store.closeClaim(this)) {
             clear();
@@ -71,8 +71,8 @@ final class MemoryClaim implements StoreClaim {
 
     @Override
     public void abort() {
-        if (block != null && store.closeClaim(this)) {
-            MemoryStore.Entry b = block;
+        if (entry != null && store.closeClaim(this)) {
+            MemoryStore.Entry b = entry;
             clear();
             store.releaseBlock(b);
         } else {
@@ -81,7 +81,7 @@ final class MemoryClaim implements StoreClaim {
     }
 
     private void requireClaimed(String op) {
-        if (block == null) {
+        if (entry == null) {
             if (store.isClosed()) {
                 throw store.closedError(op, null);
             }
@@ -91,6 +91,6 @@ final class MemoryClaim implements StoreClaim {
 
     private void clear() {
         key = null;
-        block = null;
+        entry = null;
     }
 }
