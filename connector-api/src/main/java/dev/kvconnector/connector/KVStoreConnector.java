@@ -65,6 +65,14 @@ public interface KVStoreConnector extends AutoCloseable {
         return true;
     }
 
+    /**
+     * Whether this connector's keys bind a request's namespace ({@link RequestTokens#inNamespace}); when false
+     * (vLLM's and LMCache's keys), a request with one is refused and equal prefixes share their objects.
+     */
+    default boolean bindsNamespace() {
+        return true;
+    }
+
     /** Where this connector moves KV, for messages: a store URI or a peer, secrets masked. */
     String endpoint();
 

@@ -295,6 +295,11 @@ public final class StoreConnector implements KVStoreConnector {
     }
 
     @Override
+    public boolean bindsNamespace() {
+        return scheme.bindsNamespace();
+    }
+
+    @Override
     public KeyContext keyContext() {
         return keyContext;
     }

@@ -79,7 +79,7 @@ public final class Engine implements AutoCloseable {
         this.role = b.role;
         this.connector = b.connector;
         this.hiddenStates = connector == null || connector.holdsHiddenStates();
-        this.namespaced = b.namespaced;
+        this.namespaced = connector == null || connector.bindsNamespace();
         this.layerWise = b.layerWise;
         this.cache = PagedKVCache.allocate(config.kvLayout(), b.cacheBlocks);
         this.blocks = new BlockAllocator(b.cacheBlocks);
@@ -387,7 +387,6 @@ public final class Engine implements AutoCloseable {
         private final ModelWeights weights;
         private KVRole role = KVRole.NONE;
         private KVStoreConnector connector;
-        private boolean namespaced = true;
         private boolean layerWise;
         private int cacheBlocks;
 
@@ -410,11 +409,6 @@ public final class Engine implements AutoCloseable {
             return this;
         }
 
-        /** Whether requests' keys live in their transfer's namespace (default true; false for vllm-v1 keys). */
-        public Builder namespaced(boolean on) {
-            this.namespaced = on;
-            return this;
-        }
 
         /** Blocks of {@value ModelConfig#BLOCK_SIZE} tokens in the paged cache (default: 4 full contexts). */
         public Builder cacheBlocks(int n) {

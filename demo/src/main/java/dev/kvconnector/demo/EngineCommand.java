@@ -105,8 +105,7 @@ public final class EngineCommand implements Callable<Integer> {
                         // Keys without a namespace are shared by every request with the prefix: keep them for those.
                         .dropMode(namespaced ? DropMode.CONSUME : DropMode.RETAIN).build();
             }
-            Engine.Builder eb = Engine.builder(weights).role(kvRole, connector).layerWise(layerWise)
-                    .namespaced(namespaced);
+            Engine.Builder eb = Engine.builder(weights).role(kvRole, connector).layerWise(layerWise);
             if (kvBlocks > 0) {
                 eb.cacheBlocks(kvBlocks);
             }

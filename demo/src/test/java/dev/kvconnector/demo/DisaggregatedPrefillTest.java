@@ -296,8 +296,8 @@ class DisaggregatedPrefillTest {
                      .keyScheme("vllm-v1").dropMode(dev.kvconnector.connector.DropMode.RETAIN).build();
              KVStoreConnector d = KVStoreConnector.builder(store, c.kvLayout()).modelId(c.modelId())
                      .keyScheme("vllm-v1").dropMode(dev.kvconnector.connector.DropMode.RETAIN).build();
-             Engine prefill = Engine.builder(WEIGHTS).role(KVRole.PRODUCER, p).namespaced(false).build();
-             Engine decode = Engine.builder(WEIGHTS).role(KVRole.CONSUMER, d).namespaced(false).build()) {
+             Engine prefill = Engine.builder(WEIGHTS).role(KVRole.PRODUCER, p).build();
+             Engine decode = Engine.builder(WEIGHTS).role(KVRole.CONSUMER, d).build()) {
             assertFalse(p.holdsHiddenStates());
             prefill.generate(prompt, 1, transfer("req-v1"), t -> { });
             assertEquals(1, prefill.metrics().inserts());
