@@ -543,19 +543,14 @@ public final class ShmStore implements KVStore {
                         .operation("put").key(key).build();
             }
             long len = value.byteSize();
-            if (len > lay.capacity()) {
-                throw KVException.of(ErrorCode.VALUE_TOO_LARGE, "value of " + len + " bytes exceeds the capacity of "
-                        + lay.capacity() + " bytes").store(uri).operation("put").key(key)
-                        .hint("raise capacity= (delete the store file first) or split the value").build();
-            }
+            checkFits(len, "put", key);
             if (options.ifAbsent() && lookup(k) >= 0) {
                 releaseLease(k);
                 return false;
             }
             long now = System.currentTimeMillis();
-            long ttl = options.ttlMillis() > 0 ? options.ttlMillis() : defaultTtlMillis;
-            long expires = ttl > 0 ? now + ttl : 0;
-            long blocks = (len + lay.blockSize() - 1) / lay.blockSize();
+            long expires = expiresAt(options, now);
+            long blocks = blocksFor(len);
             int e;
             long mine;
             lock();
@@ -707,6 +702,25 @@ public final class ShmStore implements KVStore {
         }
     }
 
+    /** Refuses a value of {@code bytes} that no eviction could make room for. */
+    private void checkFits(long bytes, String op, String key) {
+        if (bytes > lay.capacity()) {
+            throw KVException.of(ErrorCode.VALUE_TOO_LARGE, "a value of " + bytes + " bytes exceeds the capacity of "
+                    + lay.capacity() + " bytes").store(uri).operation(op).key(key)
+                    .hint("raise capacity= (delete the store file first) or split the value").build();
+        }
+    }
+
+    /** Epoch ms at which a value put {@code now} with {@code options} expires, or 0 for never. */
+    private long expiresAt(PutOptions options, long now) {
+        long ttl = options.ttlMillis() > 0 ? options.ttlMillis() : defaultTtlMillis;
+        return ttl > 0 ? now + ttl : 0;
+    }
+
+    private long blocksFor(long bytes) {
+        return (bytes + lay.blockSize() - 1) / lay.blockSize();
+    }
+
     // ------------------------------------------------------------------ claims and views
 
     /** A claim handle for this store. */
@@ -732,18 +746,13 @@ public final class ShmStore implements KVStore {
                 throw KVException.of(ErrorCode.INVALID_ARGUMENT, "cannot claim " + bytes + " bytes with options "
                         + options).store(uri).operation("tryClaim").key(key).build();
             }
-            if (bytes > lay.capacity()) {
-                throw KVException.of(ErrorCode.VALUE_TOO_LARGE, "a claim of " + bytes + " bytes exceeds the capacity "
-                        + "of " + lay.capacity() + " bytes").store(uri).operation("tryClaim").key(key)
-                        .hint("raise capacity= (delete the store file first) or split the value").build();
-            }
+            checkFits(bytes, "tryClaim", key);
             if (options.ifAbsent() && lookup(k) >= 0) {
                 releaseLease(k);
                 return ClaimResult.EXISTS;
             }
             long now = System.currentTimeMillis();
-            long ttl = options.ttlMillis() > 0 ? options.ttlMillis() : defaultTtlMillis;
-            long blocks = (bytes + lay.blockSize() - 1) / lay.blockSize();
+            long blocks = blocksFor(bytes);
             int e;
             long mine;
             long dst;
@@ -758,7 +767,7 @@ public final class ShmStore implements KVStore {
             } finally {
                 unlock();
             }
-            c.hold(key, e, mine, map.asSlice(dst, bytes), ttl > 0 ? now + ttl : 0, options.ifAbsent());
+            c.hold(key, e, mine, map.asSlice(dst, bytes), expiresAt(options, now), options.ifAbsent());
             synchronized (openClaims) {
                 openClaims.add(c);
             }
