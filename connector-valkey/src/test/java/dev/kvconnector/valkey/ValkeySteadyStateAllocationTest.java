@@ -50,12 +50,18 @@ class ValkeySteadyStateAllocationTest {
         for (int i = 0; i < 3000; i++) {
             r.run();
         }
+        // The best of 5 windows: a one-off (a recompilation, a connection the watchdog replaced under load) lands in
+        // one window, an allocation per call in every one.
         int n = 500;
-        long before = mx.getThreadAllocatedBytes(tid);
-        for (int i = 0; i < n; i++) {
-            r.run();
+        long best = Long.MAX_VALUE;
+        for (int window = 0; window < 5; window++) {
+            long before = mx.getThreadAllocatedBytes(tid);
+            for (int i = 0; i < n; i++) {
+                r.run();
+            }
+            best = Math.min(best, (mx.getThreadAllocatedBytes(tid) - before) / n);
         }
-        return (mx.getThreadAllocatedBytes(tid) - before) / n;
+        return best;
     }
 
     @Test
