@@ -4,6 +4,7 @@ import io.netty.buffer.ByteBufUtil;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.socket.DuplexChannel;
 import io.netty.handler.codec.http.DefaultFullHttpResponse;
 import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.handler.codec.http.HttpHeaderNames;
@@ -20,6 +21,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.util.ArrayDeque;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 
 /**
@@ -29,6 +31,8 @@ import java.util.function.Consumer;
  */
 final class ServerHandler extends ChannelInboundHandlerAdapter {
     private static final Logger LOG = LoggerFactory.getLogger(ServerHandler.class);
+    /** How long a rejected connection keeps draining the client's unread body before it closes. */
+    static final long LINGER_MILLIS = 2_000;
 
     private final Consumer<ClientRequest> dispatch;
     private final ArrayDeque<ClientRequest> waiting = new ArrayDeque<>(2);
@@ -123,6 +127,12 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         ctx.close();
     }
 
+    /**
+     * Answers a request that cannot be read and ends the connection. The close lingers: the proxy sends its answer
+     * and a FIN, then keeps reading (and discarding) until the client closes or {@link #LINGER_MILLIS} pass. Closing
+     * at once, while the client is still sending the body, would leave unread bytes in the socket, and the kernel
+     * would answer them with a reset that can destroy the answer before the client reads it.
+     */
     static void reject(ChannelHandlerContext ctx, HttpResponseStatus status, String type, String message) {
         byte[] body = HttpIo.errorBody(message, type, status.code());
         DefaultFullHttpResponse r = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, status,
@@ -130,7 +140,14 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         r.headers().set(HttpHeaderNames.CONTENT_TYPE, HttpHeaderValues.APPLICATION_JSON)
                 .setInt(HttpHeaderNames.CONTENT_LENGTH, body.length)
                 .set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
-        ctx.writeAndFlush(r).addListener(ChannelFutureListener.CLOSE);
+        ctx.writeAndFlush(r).addListener((ChannelFutureListener) written -> {
+            if (!written.isSuccess() || !(written.channel() instanceof DuplexChannel duplex)) {
+                written.channel().close();
+                return;
+            }
+            duplex.shutdownOutput();
+            duplex.eventLoop().schedule(() -> duplex.close(), LINGER_MILLIS, TimeUnit.MILLISECONDS);
+        });
     }
 
     /**

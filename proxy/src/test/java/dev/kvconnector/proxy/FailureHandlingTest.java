@@ -273,6 +273,41 @@ class FailureHandlingTest extends ProxyTestBase {
         assertEquals(0, d.completions().size());
     }
 
+    /**
+     * A client still sending a body far over the limit reads the whole 413: the proxy drains the rest instead of
+     * closing at once, which would make the kernel answer the unread bytes with a reset.
+     */
+    @Test
+    void clientStillSendingAnOversizedBodyReadsThe413() throws Exception {
+        var d = instance("d");
+        XpydProxy proxy = start(config().maxRequestBytes(1024).decode(d.address()));
+        int bodyBytes = 8 << 20;
+
+        for (int round = 0; round < 3; round++) {
+            try (var socket = new java.net.Socket(proxy.uri().getHost(), proxy.uri().getPort())) {
+                socket.setSoTimeout(10_000);
+                var out = socket.getOutputStream();
+                out.write(("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                        + "Content-Length: " + bodyBytes + "\r\n\r\n").getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+                Thread writer = Thread.ofPlatform().start(() -> {
+                    byte[] chunk = new byte[64 << 10];
+                    try {
+                        for (int sent = 0; sent < bodyBytes; sent += chunk.length) {
+                            out.write(chunk);
+                        }
+                    } catch (java.io.IOException closed) {
+                        // The proxy may close once it has drained for its linger time; the answer is what counts.
+                    }
+                });
+                String answer = new String(socket.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.US_ASCII);
+                writer.join();
+                assertTrue(answer.startsWith("HTTP/1.1 413"), answer);
+                assertTrue(answer.contains("--max-request-bytes"), answer);
+            }
+        }
+        assertEquals(0, d.completions().size());
+    }
+
     @Test
     void wrongMethodAndUnknownPathGetJsonErrors() throws Exception {
         var d = instance("d");
