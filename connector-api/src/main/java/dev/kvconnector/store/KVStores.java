@@ -28,6 +28,15 @@ public final class KVStores {
                             + "and connector-lmcache jars")
                     .build();
         }
+        if (!parsed.nested().isEmpty() && !p.takesInnerStores()) {
+            throw KVException.of(ErrorCode.INVALID_URI, parsed.scheme() + ": stores are not built over other stores, "
+                            + "but the URI names " + parsed.nested().size() + " inner store URI(s) in [ ]")
+                    .store(parsed.masked()).operation("open")
+                    .hint("only tiered: takes [inner URIs]; write tiered:" + String.join("",
+                            parsed.nested().stream().map(n -> "[" + StoreUri.maskRaw(n) + "]").toList())
+                            + " for a tiered store")
+                    .build();
+        }
         return p.open(parsed);
     }
 

@@ -13,9 +13,11 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * A parsed store URI: {@code scheme:[//[user[:password]@]host[:port][,host[:port]...]][/path][?k=v&...]}.
- * Examples: {@code memory:?capacity=2GiB}, {@code shm:/kv?capacity=4GiB}, {@code valkey://u:p@h:6379/0?ttl=60s},
- * {@code valkey+cluster://h1:7000,h2:7001}.
+ * A parsed store URI: {@code scheme:[//[user[:password]@]host[:port][,host[:port]...]][/path][?k=v&...]}, or a
+ * store over other stores, {@code scheme:[uri][uri]...[?k=v&...]}, each inner URI whole inside balanced square
+ * brackets (so an inner {@code [::1]} host or an inner bracketed list stays inside its own). Examples:
+ * {@code memory:?capacity=2GiB}, {@code shm:/kv?capacity=4GiB}, {@code valkey://u:p@h:6379/0?ttl=60s},
+ * {@code valkey+cluster://h1:7000,h2:7001}, {@code tiered:[shm:/kv][valkey://h:6379]?write=back}.
  *
  * <p>{@link #toString()} and {@link #masked()} never show the password, a user info without {@code :} (it may be a
  * token), or the value of an option whose name holds {@code pass}, {@code secret} or {@code token}.
@@ -38,16 +40,18 @@ public final class StoreUri {
     private final String password;
     private final List<HostPort> hosts;
     private final String path;
+    private final List<String> nested;
     private final Map<String, String> params;
     private final String masked;
 
     private StoreUri(String scheme, String user, String password, List<HostPort> hosts, String path,
-                     Map<String, String> params) {
+                     List<String> nested, Map<String, String> params) {
         this.scheme = scheme;
         this.user = user;
         this.password = password;
         this.hosts = List.copyOf(hosts);
         this.path = path;
+        this.nested = List.copyOf(nested);
         this.params = Collections.unmodifiableMap(params);
         this.masked = buildMasked();
     }
@@ -75,7 +79,10 @@ public final class StoreUri {
         String user = null;
         String password = null;
         List<HostPort> hosts = new ArrayList<>();
-        if (rest.startsWith("//")) {
+        List<String> nested = new ArrayList<>();
+        if (rest.startsWith("[")) {
+            rest = splitNested(rest, nested, s);
+        } else if (rest.startsWith("//")) {
             String after = rest.substring(2);
             int end = indexOfAny(after, "/?#", 0);
             int strayAt = end < 0 ? -1 : after.indexOf('@', end);
@@ -132,7 +139,40 @@ public final class StoreUri {
                 }
             }
         }
-        return new StoreUri(scheme, user, password, hosts, path, params);
+        return new StoreUri(scheme, user, password, hosts, path, nested, params);
+    }
+
+    /**
+     * Moves each {@code [uri]} group at the front of {@code rest} into {@code nested} and returns what follows the
+     * last group, which may only be a query.
+     */
+    private static String splitNested(String rest, List<String> nested, String whole) {
+        int i = 0;
+        while (i < rest.length() && rest.charAt(i) == '[') {
+            int depth = 0;
+            int end = -1;
+            for (int j = i; j < rest.length() && end < 0; j++) {
+                char c = rest.charAt(j);
+                depth += c == '[' ? 1 : c == ']' ? -1 : 0;
+                end = depth == 0 ? j : -1;
+            }
+            if (end < 0) {
+                throw invalidUri(maskRaw(whole), "the '[' at character " + (whole.length() - rest.length() + i)
+                        + " has no matching ']'", "write each inner store URI whole inside its own [ ]");
+            }
+            String inner = rest.substring(i + 1, end).trim();
+            if (inner.isEmpty()) {
+                throw invalidUri(maskRaw(whole), "inner store URI " + (nested.size() + 1) + " is empty ('[]')");
+            }
+            nested.add(inner);
+            i = end + 1;
+        }
+        String after = rest.substring(i);
+        if (!after.isEmpty() && after.charAt(0) != '?') {
+            throw invalidUri(maskRaw(whole), "unexpected '" + maskRaw(after) + "' after the inner store URIs",
+                    "only options (?k=v&...) may follow the last ]");
+        }
+        return after;
     }
 
     private static KVException strayAt(String s) {
@@ -242,6 +282,15 @@ public final class StoreUri {
     /** The path, such as {@code /kv} or {@code /0}; empty when absent. */
     public String path() {
         return path;
+    }
+
+    /**
+     * The inner store URIs of a store over other stores ({@code tiered:[a][b]}), in order, each exactly as written
+     * between its brackets (secrets included: mask them with {@link #maskRaw} before showing them); empty for every
+     * other URI.
+     */
+    public List<String> nested() {
+        return nested;
     }
 
     /** All query options, in order. */
@@ -376,6 +425,9 @@ public final class StoreUri {
             }
         }
         sb.append(path);
+        for (String inner : nested) {
+            sb.append('[').append(maskRaw(inner)).append(']');
+        }
         if (!params.isEmpty()) {
             sb.append('?');
             boolean first = true;

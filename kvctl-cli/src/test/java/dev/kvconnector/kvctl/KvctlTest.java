@@ -72,6 +72,29 @@ class KvctlTest {
     }
 
     @Test
+    void aTieredStoreServesFromItsShmTierInALaterInvocationAndDoctorReportsEachTier(@TempDir Path dir)
+            throws IOException {
+        String uri = "tiered:[memory:?capacity=16MiB][shm:/kvctl-tiered-" + ProcessHandle.current().pid()
+                + "?capacity=16MiB&dir=" + dir + "]";
+        Path in = dir.resolve("in.bin");
+        byte[] data = new byte[70_001];
+        new java.util.Random(3).nextBytes(data);
+        Files.write(in, data);
+        assertEquals(0, kvctl("put", "--store", uri, "--key", "k", "--in", in.toString()).code());
+        Path out = dir.resolve("out.bin");
+        Run get = kvctl("get", "--store", uri, "--key", "k", "--out", out.toString());
+        assertEquals(0, get.code(), get.err());
+        assertEquals(-1, Files.mismatch(in, out), "the memory: tier of this invocation is new, so shm: served it");
+
+        Run doctor = kvctl("doctor", "--store", uri);
+        assertEquals(0, doctor.code(), doctor.out() + doctor.err());
+        assertTrue(doctor.out().contains("tier 1 of 2: memory:") && doctor.out().contains("tier 2 of 2: shm:"),
+                doctor.out());
+        assertEquals(0, kvctl("rm", "--store", uri, "--key", "k").code());
+        assertEquals(Kvctl.EXIT_MISS, kvctl("exists", "--store", uri, "--key", "k").code());
+    }
+
+    @Test
     void unknownStoreFailsWithTheHint() {
         Run r = kvctl("exists", "--store", "nosuch://h:1", "--key", "k");
         assertEquals(Kvctl.EXIT_FAILURE, r.code());

@@ -1,0 +1,584 @@
+package dev.kvconnector.store.tiered;
+
+import dev.kvconnector.error.ErrorCode;
+import dev.kvconnector.error.KVException;
+import dev.kvconnector.memory.SegmentPool;
+import dev.kvconnector.store.ClaimResult;
+import dev.kvconnector.store.GetResult;
+import dev.kvconnector.store.KVStore;
+import dev.kvconnector.store.KVStores;
+import dev.kvconnector.store.PutOptions;
+import dev.kvconnector.store.StoreCapability;
+import dev.kvconnector.store.StoreClaim;
+import dev.kvconnector.store.StoreUri;
+import dev.kvconnector.store.StoreView;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * A store over an ordered list of stores, fastest first: {@code tiered:[shm:/kv?capacity=8GiB][valkey://h:6379]}.
+ * This file is the facade; writing back is {@link WriteBack}, the handles are {@link TieredClaim} and
+ * {@link TieredView}, and the options are {@link TieredOptions}. Its length comes from one KVStore method per
+ * operation, each with its per-tier error rule.
+ *
+ * <ul>
+ *   <li><b>Writes.</b> Write-through puts into every tier in order and returns the first tier's answer; a tier that
+ *       fails fails the put with an error that names it (the tiers above it keep the value). Write-back puts into
+ *       the first tier and queues the others (see {@link WriteBack}).</li>
+ *   <li><b>Reads</b> go top-down. A hit in a lower tier is copied into the tiers above (promotion, unless
+ *       {@code promote=never}), under their own default TTL. A miss in every tier is one miss. A tier that throws
+ *       is counted and skipped: the read is served by any other tier that holds the object, and throws the first
+ *       tier's error only when no tier does.</li>
+ *   <li><b>Removes</b> (and consuming drop-selects) remove from every tier and cancel a waiting write-back.
+ *       Eviction or expiry in one tier leaves the others alone.</li>
+ *   <li><b>Zero copy.</b> Claims and views are the first tier's, where it has them: a claim fills the first tier
+ *       in place, and a view of an object in the first tier reads it in place. A view of an object found lower
+ *       holds a pooled copy.</li>
+ *   <li><b>During a write-back</b>, a reader of this store sees the first tier's value; a reader of a lower tier
+ *       alone (another host, another process opening only that tier) sees its previous value or a miss until the
+ *       write-back lands; {@link #flush} waits for it.</li>
+ * </ul>
+ *
+ * <p>Thread-safe. Steady-state reads and write-through puts allocate nothing beyond what the tiers allocate; a
+ * write-back reuses its queue entries.
+ */
+public final class TieredStore implements KVStore {
+    private final String uri;
+    private final KVStore[] tiers;
+    private final TierStats[] stats;
+    private final TieredOptions options;
+    private final Set<StoreCapability> capabilities;
+    private final SegmentPool buffers;
+    private final WriteBack writeBack;
+    private final AtomicBoolean closed = new AtomicBoolean();
+
+    private TieredStore(String uri, List<KVStore> tiers, TieredOptions options) {
+        this.uri = uri;
+        this.tiers = tiers.toArray(new KVStore[0]);
+        this.options = options;
+        this.stats = new TierStats[this.tiers.length];
+        for (int i = 0; i < stats.length; i++) {
+            stats[i] = new TierStats(this.tiers[i].uri());
+        }
+        this.capabilities = capabilitiesOf(uri, this.tiers);
+        this.buffers = new SegmentPool(options.bufferBytes());
+        this.writeBack = options.writeBack() && this.tiers.length > 1
+                ? new WriteBack(this.tiers, stats, options, buffers) : null;
+    }
+
+    /**
+     * Opens the tiers that {@code uri} lists, in order, and the tiered store over them.
+     *
+     * @throws KVException {@code INVALID_URI} for an empty tier list, a tier named twice, a {@code tiered:} tier,
+     *     or tiers of which only some can remove; the error of a tier that cannot open, naming it
+     */
+    public static TieredStore open(StoreUri uri) {
+        TieredOptions options = TieredOptions.of(uri);
+        List<String> inner = uri.nested();
+        if (inner.isEmpty()) {
+            throw invalid(uri.masked(), "a tiered: store needs at least one tier",
+                    "list the tiers fastest first, each in [ ]: tiered:[shm:/kv][valkey://host:6379]");
+        }
+        Map<String, Integer> seen = new HashMap<>();
+        for (int i = 0; i < inner.size(); i++) {
+            StoreUri tier = parseTier(uri.masked(), i, inner.get(i));
+            if (tier.scheme().equals("tiered")) {
+                throw invalid(uri.masked(), "tier " + (i + 1) + " is itself a tiered: store",
+                        "list its tiers in this one instead of nesting it");
+            }
+            String identity = tier.scheme() + ":" + tier.hosts() + tier.path();
+            Integer before = seen.putIfAbsent(identity, i + 1);
+            if (before != null) {
+                throw invalid(uri.masked(), "tiers " + before + " and " + (i + 1) + " name the same store ("
+                        + tier.masked() + ")", "each tier must be a different store");
+            }
+        }
+        List<KVStore> opened = new ArrayList<>(inner.size());
+        try {
+            for (String tier : inner) {
+                opened.add(KVStores.open(tier));
+            }
+            return new TieredStore(uri.masked(), opened, options);
+        } catch (RuntimeException e) {
+            closeAll(opened, e);
+            throw e;
+        }
+    }
+
+    /**
+     * A tiered store over {@code tiers}, fastest first, which it owns from now on: {@link #close()} closes them (and
+     * so does a failure here).
+     */
+    public static TieredStore over(List<KVStore> tiers, TieredOptions options) {
+        StringBuilder name = new StringBuilder("tiered:");
+        for (KVStore t : tiers) {
+            name.append('[').append(t.uri()).append(']');
+        }
+        try {
+            if (tiers.isEmpty()) {
+                throw invalid(name.toString(), "a tiered: store needs at least one tier", null);
+            }
+            return new TieredStore(name.toString(), tiers, options);
+        } catch (RuntimeException e) {
+            closeAll(tiers, e);
+            throw e;
+        }
+    }
+
+    private static StoreUri parseTier(String uri, int index, String text) {
+        try {
+            return StoreUri.parse(text);
+        } catch (KVException e) {
+            throw KVException.of(ErrorCode.INVALID_URI, "tier " + (index + 1) + ": " + e.getMessage()).store(uri)
+                    .hint(e.hint()).build();
+        }
+    }
+
+    private static Set<StoreCapability> capabilitiesOf(String uri, KVStore[] tiers) {
+        Set<StoreCapability> first = tiers[0].capabilities();
+        Set<StoreCapability> caps = EnumSet.noneOf(StoreCapability.class);
+        for (StoreCapability c : List.of(StoreCapability.CLAIM, StoreCapability.VIEW)) {
+            if (first.contains(c)) {
+                caps.add(c);
+            }
+        }
+        for (StoreCapability c : List.of(StoreCapability.REMOVE, StoreCapability.NATIVE_TTL,
+                StoreCapability.SHARED_ACROSS_PROCESSES, StoreCapability.LOCAL_MEMORY)) {
+            boolean all = true;
+            for (KVStore t : tiers) {
+                all &= t.capabilities().contains(c);
+            }
+            if (all) {
+                caps.add(c);
+            }
+        }
+        List<String> cannotRemove = new ArrayList<>();
+        for (KVStore t : tiers) {
+            if (t.capabilities().contains(StoreCapability.IMMUTABLE)) {
+                caps.add(StoreCapability.IMMUTABLE);
+            }
+            if (!t.capabilities().contains(StoreCapability.REMOVE)) {
+                cannotRemove.add(t.uri());
+            }
+        }
+        if (!cannotRemove.isEmpty() && cannotRemove.size() < tiers.length) {
+            throw invalid(uri, "only some tiers can remove objects; " + String.join(", ", cannotRemove)
+                    + " cannot, so a removal or a consuming drop-select would leave the object there and a waiting "
+                    + "write-back could not be cancelled", "use tiers that all declare REMOVE, or all do not (and "
+                    + "DropMode.RETAIN)");
+        }
+        return Set.copyOf(caps);
+    }
+
+    @Override
+    public String uri() {
+        return uri;
+    }
+
+    @Override
+    public Set<StoreCapability> capabilities() {
+        return capabilities;
+    }
+
+    @Override
+    public boolean put(String key, MemorySegment value, PutOptions putOptions) {
+        checkOpen("put", key);
+        if (writeBack == null) {
+            boolean stored = putInto(0, key, value, putOptions);
+            for (int i = 1; i < tiers.length; i++) {
+                putInto(i, key, value, putOptions);
+            }
+            return stored;
+        }
+        if (!writeBack.reserve()) {
+            throw KVException.of(ErrorCode.STORE_FULL, "the write-back queue is full (" + options.queueCapacity()
+                            + " objects wait for the lower tiers)").store(uri).operation("put").key(key)
+                    .hint("a lower tier is slow or down (" + writeBack.snapshot().lastFailure()
+                            + "); raise write-back-queue, or set write-back-overflow=drop-oldest").build();
+        }
+        boolean stored = false;
+        try {
+            stored = putInto(0, key, value, putOptions);
+        } finally {
+            if (stored) {
+                writeBack.offer(key, putOptions);
+            } else {
+                writeBack.unreserve();
+            }
+        }
+        return stored;
+    }
+
+    private boolean putInto(int tier, String key, MemorySegment value, PutOptions putOptions) {
+        try {
+            boolean stored = tiers[tier].put(key, value, putOptions);
+            stats[tier].written(stored ? value.byteSize() : 0);
+            return stored;
+        } catch (KVException e) {
+            stats[tier].error();
+            throw tierFailed(tier, "put", key, e);
+        }
+    }
+
+    @Override
+    public long getInto(String key, MemorySegment dst) {
+        checkOpen("getInto", key);
+        KVException failure = null;
+        for (int i = 0; i < tiers.length; i++) {
+            long r;
+            try {
+                r = tiers[i].getInto(key, dst);
+            } catch (KVException e) {
+                stats[i].error();
+                failure = failure == null ? tierFailed(i, "getInto", key, e) : failure;
+                continue;
+            }
+            if (GetResult.isMiss(r)) {
+                continue;
+            }
+            if (GetResult.isHit(r)) {
+                stats[i].hit(r);
+                promote(key, dst, r, i);
+            }
+            return r;
+        }
+        if (failure != null) {
+            throw failure;
+        }
+        return GetResult.MISS;
+    }
+
+    /** Copies an object that tier {@code from} served into the tiers above it; a failure there fails no read. */
+    private void promote(String key, MemorySegment value, long bytes, int from) {
+        if (from == 0 || !options.promoteOnHit()) {
+            return;
+        }
+        MemorySegment object = value.asSlice(0, bytes);
+        for (int j = 0; j < from; j++) {
+            try {
+                tiers[j].put(key, object, PutOptions.DEFAULT);
+                stats[j].promoted(bytes);
+            } catch (KVException e) {
+                stats[j].error();
+            }
+        }
+    }
+
+    @Override
+    public long size(String key) {
+        checkOpen("size", key);
+        KVException failure = null;
+        for (int i = 0; i < tiers.length; i++) {
+            try {
+                long size = tiers[i].size(key);
+                if (size >= 0) {
+                    return size;
+                }
+            } catch (KVException e) {
+                stats[i].error();
+                failure = failure == null ? tierFailed(i, "size", key, e) : failure;
+            }
+        }
+        if (failure != null) {
+            throw failure;
+        }
+        return -1;
+    }
+
+    @Override
+    public boolean remove(String key) {
+        checkOpen("remove", key);
+        requireRemove("remove", key);
+        if (writeBack != null) {
+            writeBack.cancel(key);
+        }
+        boolean existed = false;
+        KVException failure = null;
+        for (int i = 0; i < tiers.length; i++) {
+            try {
+                existed |= tiers[i].remove(key);
+            } catch (KVException e) {
+                stats[i].error();
+                failure = failure == null ? tierFailed(i, "remove", key, e) : failure;
+            }
+        }
+        if (failure != null) {
+            throw failure;
+        }
+        return existed;
+    }
+
+    @Override
+    public int removeBatch(String[] keys, int count) {
+        return removeEverywhere(keys, count, false);
+    }
+
+    @Override
+    public int removeConsumed(String[] keys, int count) {
+        return removeEverywhere(keys, count, true);
+    }
+
+    /** Removes from every tier; returns the most keys that any one tier held. */
+    private int removeEverywhere(String[] keys, int count, boolean consumed) {
+        String op = consumed ? "removeConsumed" : "removeBatch";
+        checkOpen(op, null);
+        requireRemove(op, count > 0 ? keys[0] : null);
+        if (writeBack != null) {
+            for (int k = 0; k < count; k++) {
+                writeBack.cancel(keys[k]);
+            }
+        }
+        int existed = 0;
+        KVException failure = null;
+        for (int i = 0; i < tiers.length; i++) {
+            try {
+                existed = Math.max(existed, consumed ? tiers[i].removeConsumed(keys, count)
+                        : tiers[i].removeBatch(keys, count));
+            } catch (KVException e) {
+                stats[i].error();
+                failure = failure == null ? tierFailed(i, op, count > 0 ? keys[0] : null, e) : failure;
+            }
+        }
+        if (failure != null) {
+            throw failure;
+        }
+        return existed;
+    }
+
+    @Override
+    public StoreClaim newClaim() {
+        checkOpen("newClaim", null);
+        return new TieredClaim(this, tiers[0].newClaim());
+    }
+
+    @Override
+    public int tryClaim(String key, long bytes, PutOptions putOptions, StoreClaim claim) {
+        checkOpen("tryClaim", key);
+        TieredClaim c = TieredClaim.ownedBy(this, claim, key);
+        if (writeBack != null) {
+            if (!writeBack.reserve()) {
+                return ClaimResult.FULL;
+            }
+            c.reserved = true;
+        }
+        int r = ClaimResult.FULL;
+        try {
+            r = tiers[0].tryClaim(key, bytes, putOptions, c.first);
+        } finally {
+            if (r != ClaimResult.CLAIMED) {
+                dropReservation(c);
+            }
+        }
+        c.key = key;
+        c.options = putOptions;
+        return r;
+    }
+
+    /** Publishes a claim: the lower tiers first (write-through) or after (write-back), then the first tier. */
+    boolean commit(TieredClaim c) {
+        MemorySegment value = c.first.segment();
+        if (writeBack == null) {
+            try {
+                for (int i = 1; i < tiers.length; i++) {
+                    putInto(i, c.key, value, c.options);
+                }
+            } catch (KVException e) {
+                c.first.abort();
+                throw e;
+            }
+        }
+        boolean visible = false;
+        try {
+            visible = c.first.commit();
+            stats[0].written(visible ? value.byteSize() : 0);
+        } finally {
+            if (c.reserved && visible) {
+                c.reserved = false;
+                writeBack.offer(c.key, c.options);
+            }
+            dropReservation(c);
+        }
+        return visible;
+    }
+
+    /** Gives back the write-back place a claim held, if any. */
+    void dropReservation(TieredClaim c) {
+        if (c.reserved) {
+            c.reserved = false;
+            writeBack.unreserve();
+        }
+    }
+
+    @Override
+    public StoreView newView() {
+        checkOpen("newView", null);
+        return new TieredView(this, tiers[0].newView());
+    }
+
+    @Override
+    public long tryView(String key, StoreView view) {
+        checkOpen("tryView", key);
+        TieredView v = TieredView.ownedBy(this, view, key);
+        KVException failure = null;
+        try {
+            long r = tiers[0].tryView(key, v.first);
+            if (GetResult.isHit(r)) {
+                stats[0].hit(r);
+                return r;
+            }
+        } catch (KVException e) {
+            stats[0].error();
+            failure = tierFailed(0, "tryView", key, e);
+        }
+        for (int i = 1; i < tiers.length; i++) {
+            MemorySegment buffer = null;
+            try {
+                long size = tiers[i].size(key);
+                if (size < 0) {
+                    continue;
+                }
+                buffer = buffers.acquire(Math.max(1, size));
+                long r = tiers[i].getInto(key, buffer);
+                if (GetResult.isHit(r)) {
+                    stats[i].hit(r);
+                    promote(key, buffer, r, i);
+                    v.holdCopy(buffer, r);
+                    buffer = null;
+                    return r;
+                }
+            } catch (KVException e) {
+                stats[i].error();
+                failure = failure == null ? tierFailed(i, "tryView", key, e) : failure;
+            } finally {
+                if (buffer != null) {
+                    buffers.release(buffer);
+                }
+            }
+        }
+        if (failure != null) {
+            throw failure;
+        }
+        return GetResult.MISS;
+    }
+
+    void releaseBuffer(MemorySegment buffer) {
+        buffers.release(buffer);
+    }
+
+    /**
+     * Waits until every waiting write-back has gone out, or {@code timeoutMillis} passed.
+     *
+     * @return whether the lower tiers now hold everything the first tier acknowledged (true for write-through)
+     */
+    public boolean flush(long timeoutMillis) throws InterruptedException {
+        return writeBack == null || writeBack.awaitIdle(timeoutMillis);
+    }
+
+    /** Each tier's counters, fastest first. */
+    public List<TierStats.Snapshot> tierStats() {
+        List<TierStats.Snapshot> out = new ArrayList<>(stats.length);
+        for (TierStats s : stats) {
+            out.add(s.snapshot());
+        }
+        return out;
+    }
+
+    /** The write-back's counters; all zero for write-through. */
+    public WriteBackStats writeBackStats() {
+        return writeBack == null ? new WriteBackStats(0, 0, 0, 0, 0, 0, 0, null) : writeBack.snapshot();
+    }
+
+    /** Checks every tier, and names each with its answer; throws when any tier fails, naming every one. */
+    @Override
+    public String healthCheck() {
+        StringBuilder report = new StringBuilder(uri).append(options.writeBack() ? " (write-back" : " (write-through")
+                .append(options.promoteOnHit() ? ", promote on hit)" : ", no promotion)");
+        KVException failure = null;
+        for (int i = 0; i < tiers.length; i++) {
+            report.append("\n  tier ").append(i + 1).append(" of ").append(tiers.length).append(": ");
+            try {
+                report.append(tiers[i].healthCheck());
+            } catch (KVException e) {
+                report.append("FAILED: ").append(e.getMessage());
+                failure = failure == null ? e : failure;
+            }
+        }
+        if (failure != null) {
+            throw KVException.of(failure.code(), report.toString()).store(uri).operation("healthCheck")
+                    .hint(failure.hint()).cause(failure).build();
+        }
+        return report.toString();
+    }
+
+    /** Drains the write-back for up to {@code drain-timeout}, then closes every tier. */
+    @Override
+    public void close() {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
+        RuntimeException failure = null;
+        if (writeBack != null) {
+            writeBack.close(options.drainMillis());
+        }
+        for (KVStore t : tiers) {
+            try {
+                t.close();
+            } catch (RuntimeException e) {
+                failure = failure == null ? e : failure;
+            }
+        }
+        // Views that still hold a lower tier's copy keep their lease; the pool frees the memory anyway, and
+        // their segments throw on access from now on, as StoreView says.
+        long heldByViews = buffers.outstandingLeases();
+        try {
+            buffers.close();
+        } catch (KVException e) {
+            if (heldByViews == 0) {
+                failure = failure == null ? e : failure;
+            }
+        }
+        if (failure != null) {
+            throw failure;
+        }
+    }
+
+    void checkOpen(String op, String key) {
+        if (closed.get()) {
+            throw KVException.of(ErrorCode.CLOSED, "the tiered store is closed").store(uri).operation(op).key(key)
+                    .build();
+        }
+    }
+
+    private void requireRemove(String op, String key) {
+        if (!capabilities.contains(StoreCapability.REMOVE)) {
+            throw KVException.of(ErrorCode.UNSUPPORTED, "no tier of this store can remove objects").store(uri)
+                    .operation(op).key(key).hint("its entries leave by each tier's own eviction; use "
+                            + "DropMode.RETAIN").build();
+        }
+    }
+
+    private KVException tierFailed(int tier, String op, String key, KVException e) {
+        return KVException.of(e.code(), "tier " + (tier + 1) + " of " + tiers.length + " (" + tiers[tier].uri()
+                + "): " + e.getMessage()).store(uri).operation(op).key(key).hint(e.hint()).cause(e).build();
+    }
+
+    private static KVException invalid(String uri, String detail, String hint) {
+        return KVException.of(ErrorCode.INVALID_URI, detail).store(uri).hint(hint).build();
+    }
+
+    private static void closeAll(List<KVStore> stores, RuntimeException cause) {
+        for (KVStore s : stores) {
+            try {
+                s.close();
+            } catch (RuntimeException e) {
+                cause.addSuppressed(e);
+            }
+        }
+    }
+}
