@@ -6,7 +6,6 @@ import dev.kvconnector.memory.SegmentPool;
 import dev.kvconnector.store.ClaimResult;
 import dev.kvconnector.store.GetResult;
 import dev.kvconnector.store.KVStore;
-import dev.kvconnector.store.KVStores;
 import dev.kvconnector.store.PutOptions;
 import dev.kvconnector.store.StoreCapability;
 import dev.kvconnector.store.StoreClaim;
@@ -14,10 +13,7 @@ import dev.kvconnector.store.StoreUri;
 import dev.kvconnector.store.StoreView;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
-import java.util.EnumSet;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicBoolean;
 
@@ -66,7 +62,7 @@ public final class TieredStore implements KVStore {
         for (int i = 0; i < stats.length; i++) {
             stats[i] = new TierStats(this.tiers[i].uri());
         }
-        this.capabilities = capabilitiesOf(uri, this.tiers);
+        this.capabilities = TierList.capabilities(uri, this.tiers);
         this.buffers = new SegmentPool(options.bufferBytes());
         this.writeBack = options.writeBack() && this.tiers.length > 1
                 ? new WriteBack(this.tiers, stats, options, buffers) : null;
@@ -80,33 +76,11 @@ public final class TieredStore implements KVStore {
      */
     public static TieredStore open(StoreUri uri) {
         TieredOptions options = TieredOptions.of(uri);
-        List<String> inner = uri.nested();
-        if (inner.isEmpty()) {
-            throw invalid(uri.masked(), "a tiered: store needs at least one tier",
-                    "list the tiers fastest first, each in [ ]: tiered:[shm:/kv][valkey://host:6379]");
-        }
-        Map<String, Integer> seen = new HashMap<>();
-        for (int i = 0; i < inner.size(); i++) {
-            StoreUri tier = parseTier(uri.masked(), i, inner.get(i));
-            if (tier.scheme().equals("tiered")) {
-                throw invalid(uri.masked(), "tier " + (i + 1) + " is itself a tiered: store",
-                        "list its tiers in this one instead of nesting it");
-            }
-            String identity = tier.scheme() + ":" + tier.hosts() + tier.path();
-            Integer before = seen.putIfAbsent(identity, i + 1);
-            if (before != null) {
-                throw invalid(uri.masked(), "tiers " + before + " and " + (i + 1) + " name the same store ("
-                        + tier.masked() + ")", "each tier must be a different store");
-            }
-        }
-        List<KVStore> opened = new ArrayList<>(inner.size());
+        List<KVStore> opened = TierList.open(uri);
         try {
-            for (String tier : inner) {
-                opened.add(KVStores.open(tier));
-            }
             return new TieredStore(uri.masked(), opened, options);
         } catch (RuntimeException e) {
-            closeAll(opened, e);
+            TierList.closeAll(opened, e);
             throw e;
         }
     }
@@ -122,58 +96,13 @@ public final class TieredStore implements KVStore {
         }
         try {
             if (tiers.isEmpty()) {
-                throw invalid(name.toString(), "a tiered: store needs at least one tier", null);
+                throw TierList.invalid(name.toString(), "a tiered: store needs at least one tier", null);
             }
             return new TieredStore(name.toString(), tiers, options);
         } catch (RuntimeException e) {
-            closeAll(tiers, e);
+            TierList.closeAll(tiers, e);
             throw e;
         }
-    }
-
-    private static StoreUri parseTier(String uri, int index, String text) {
-        try {
-            return StoreUri.parse(text);
-        } catch (KVException e) {
-            throw KVException.of(ErrorCode.INVALID_URI, "tier " + (index + 1) + ": " + e.getMessage()).store(uri)
-                    .hint(e.hint()).build();
-        }
-    }
-
-    private static Set<StoreCapability> capabilitiesOf(String uri, KVStore[] tiers) {
-        Set<StoreCapability> first = tiers[0].capabilities();
-        Set<StoreCapability> caps = EnumSet.noneOf(StoreCapability.class);
-        for (StoreCapability c : List.of(StoreCapability.CLAIM, StoreCapability.VIEW)) {
-            if (first.contains(c)) {
-                caps.add(c);
-            }
-        }
-        for (StoreCapability c : List.of(StoreCapability.REMOVE, StoreCapability.NATIVE_TTL,
-                StoreCapability.SHARED_ACROSS_PROCESSES, StoreCapability.LOCAL_MEMORY)) {
-            boolean all = true;
-            for (KVStore t : tiers) {
-                all &= t.capabilities().contains(c);
-            }
-            if (all) {
-                caps.add(c);
-            }
-        }
-        List<String> cannotRemove = new ArrayList<>();
-        for (KVStore t : tiers) {
-            if (t.capabilities().contains(StoreCapability.IMMUTABLE)) {
-                caps.add(StoreCapability.IMMUTABLE);
-            }
-            if (!t.capabilities().contains(StoreCapability.REMOVE)) {
-                cannotRemove.add(t.uri());
-            }
-        }
-        if (!cannotRemove.isEmpty() && cannotRemove.size() < tiers.length) {
-            throw invalid(uri, "only some tiers can remove objects; " + String.join(", ", cannotRemove)
-                    + " cannot, so a removal or a consuming drop-select would leave the object there and a waiting "
-                    + "write-back could not be cancelled", "use tiers that all declare REMOVE, or all do not (and "
-                    + "DropMode.RETAIN)");
-        }
-        return Set.copyOf(caps);
     }
 
     @Override
@@ -566,19 +495,5 @@ public final class TieredStore implements KVStore {
     private KVException tierFailed(int tier, String op, String key, KVException e) {
         return KVException.of(e.code(), "tier " + (tier + 1) + " of " + tiers.length + " (" + tiers[tier].uri()
                 + "): " + e.getMessage()).store(uri).operation(op).key(key).hint(e.hint()).cause(e).build();
-    }
-
-    private static KVException invalid(String uri, String detail, String hint) {
-        return KVException.of(ErrorCode.INVALID_URI, detail).store(uri).hint(hint).build();
-    }
-
-    private static void closeAll(List<KVStore> stores, RuntimeException cause) {
-        for (KVStore s : stores) {
-            try {
-                s.close();
-            } catch (RuntimeException e) {
-                cause.addSuppressed(e);
-            }
-        }
     }
 }

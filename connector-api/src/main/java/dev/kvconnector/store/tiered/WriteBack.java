@@ -309,46 +309,63 @@ final class WriteBack implements AutoCloseable {
         }
     }
 
+    /**
+     * Books a write-back's outcome. One cancelled while it went out is first undone in the lower tiers, while it
+     * still counts as going out, so that {@link #awaitIdle} never returns before the undo.
+     */
     private void finish(Pending p, int outcome) {
-        boolean undo;
         String key = p.key;
-        lock.lock();
-        try {
-            sending--;
-            p.going = false;
-            undo = p.cancelled;
-            if (outcome == RETRY || outcome == GIVE_UP) {
-                failed++;
-                lastFailure = p.failure;
-            }
-            if (outcome == RETRY && !undo && !stopping) {
-                p.failures++;
-                p.notBefore = System.nanoTime()
-                        + Math.min(MAX_BACKOFF_NANOS, MIN_BACKOFF_NANOS << Math.min(20, p.failures - 1));
-                queue.addLast(p);
-                work.signal();
-            } else if (p.again && !undo && outcome != GIVE_UP) {
-                p.again = false;
-                p.notBefore = 0;
-                queue.addLast(p);
-                work.signal();
-            } else {
-                written += outcome == WRITTEN && !undo ? 1 : 0;
-                lost += outcome == GONE && !undo ? 1 : 0;
-                forget(p);
-            }
-            idle.signalAll();
-        } finally {
-            lock.unlock();
-        }
-        if (undo) {
-            for (int i = 1; i < tiers.length; i++) {
-                try {
-                    tiers[i].remove(key);
-                } catch (RuntimeException e) {
-                    LOG.warn("could not undo the write-back of {} to {} after its removal: {}", key, tiers[i].uri(),
-                            e.getMessage());
+        boolean undone = false;
+        while (true) {
+            lock.lock();
+            try {
+                if (!p.cancelled || undone) {
+                    book(p, outcome);
+                    return;
                 }
+            } finally {
+                lock.unlock();
+            }
+            removeBelow(key);
+            undone = true;
+        }
+    }
+
+    /** Requeues a write-back that failed or was put again, or forgets it. Under {@link #lock}. */
+    private void book(Pending p, int outcome) {
+        sending--;
+        p.going = false;
+        boolean cancelled = p.cancelled;
+        if (outcome == RETRY || outcome == GIVE_UP) {
+            failed++;
+            lastFailure = p.failure;
+        }
+        if (outcome == RETRY && !cancelled && !stopping) {
+            p.failures++;
+            p.notBefore = System.nanoTime()
+                    + Math.min(MAX_BACKOFF_NANOS, MIN_BACKOFF_NANOS << Math.min(20, p.failures - 1));
+            queue.addLast(p);
+            work.signal();
+        } else if (p.again && !cancelled && outcome != GIVE_UP) {
+            p.again = false;
+            p.notBefore = 0;
+            queue.addLast(p);
+            work.signal();
+        } else {
+            written += outcome == WRITTEN && !cancelled ? 1 : 0;
+            lost += outcome == GONE && !cancelled ? 1 : 0;
+            forget(p);
+        }
+        idle.signalAll();
+    }
+
+    private void removeBelow(String key) {
+        for (int i = 1; i < tiers.length; i++) {
+            try {
+                tiers[i].remove(key);
+            } catch (RuntimeException e) {
+                LOG.warn("could not undo the write-back of {} to {} after its removal: {}", key, tiers[i].uri(),
+                        e.getMessage());
             }
         }
     }
