@@ -288,6 +288,25 @@ class TieredStoreTest {
     }
 
     @Test
+    void aPutsTtlAppliesInEveryTier() throws Exception {
+        MemoryStore local = MemoryStore.withCapacity(1 << 20);
+        MemoryStore remote = MemoryStore.withCapacity(1 << 20);
+        tiered(TieredOptions.DEFAULT, local, remote);
+        MemorySegment v = Segments.random(arena, 100, 13);
+
+        store.put("short", v, PutOptions.DEFAULT.withTtlMillis(150));
+        store.put("long", v, PutOptions.DEFAULT);
+        assertTrue(local.exists("short") && remote.exists("short"));
+        Thread.sleep(400);
+
+        assertFalse(local.exists("short"), "the first tier kept an expired object");
+        assertFalse(remote.exists("short"), "the second tier kept an expired object");
+        assertFalse(store.exists("short"));
+        assertTrue(store.exists("long"));
+        assertTrue(store.capabilities().contains(StoreCapability.NATIVE_TTL));
+    }
+
+    @Test
     void healthCheckNamesEveryTierAndFailsNamingTheOneThatIsDown() {
         MemoryStore local = MemoryStore.withCapacity(1 << 20);
         FaultyTier remote = new FaultyTier(MemoryStore.withCapacity(1 << 20));
