@@ -62,6 +62,7 @@ public final class LeakCheck implements BeforeEachCallback, AfterEachCallback {
     static final List<String> OWNED_THREAD_PREFIXES = List.of(
             "kvconnector-io-",     // connector-api StoreConnector: the I/O pool
             "kvc-resp-watchdog-",  // connector-valkey ConnectionPool
+            "kvc-tiered-write-back-", // connector-api TieredStore: the write-back
             "mooncake-setup",      // connector-mooncake MooncakeSetup
             "lmserver-",           // connector-lmcache LmCacheServer: accept, conn and watchdog (virtual)
             "xpyd-health",         // proxy HealthChecker (virtual)
