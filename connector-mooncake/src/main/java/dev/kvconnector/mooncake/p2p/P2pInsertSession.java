@@ -62,6 +62,11 @@ final class P2pInsertSession implements InsertSession {
         cancelled = from + " stopped waiting (" + reason + ")";
     }
 
+    /** Whether D has told P to stop. */
+    boolean isCancelled() {
+        return cancelled != null;
+    }
+
     @Override
     public void putLayer(int layer, LayerSource source) {
         checkWritable("putLayer");
@@ -201,7 +206,7 @@ final class P2pInsertSession implements InsertSession {
         checkWritable("commit");
         for (int l = 0; l < put.length; l++) {
             if (!put[l]) {
-                abort();
+                abort("layer " + l + " was never put");
                 throw error(ErrorCode.INVALID_ARGUMENT, "layer " + l + " was never put; the insert is aborted",
                         "commit");
             }
@@ -227,13 +232,17 @@ final class P2pInsertSession implements InsertSession {
     /** Waits for writes in flight, then tells D the transfer is over. Idempotent; nothing after a commit. */
     @Override
     public void abort() {
+        abort(null);
+    }
+
+    private void abort(String reason) {
         if (committed || aborted) {
             return;
         }
         aborted = true;
         reap(true);
-        c.tell(d.segment(), d.transferId(), P2pMessage.abort(self, cancelled != null ? cancelled
-                : failure != null ? failure.code().name() : "P aborted"));
+        c.tell(d.segment(), d.transferId(), P2pMessage.abort(self, reason != null ? reason : cancelled != null
+                ? cancelled : failure != null ? failure.code() + " " + failure.getMessage() : "the insert was aborted"));
         c.outbound.remove(d.transferId(), this);
         c.metrics.abort();
     }
