@@ -1,3 +1,7 @@
+// Over 400 lines: both roles' entry points (D's beginDropSelect, P's acceptDestination and beginInsert), the
+// resources they share (registrations, staging, batches, segments) and the Builder, with the javadoc that states
+// the protocol. The data path is in P2pInsertSession and P2pDropSession, the notification thread in
+// P2pNotifications, the settings in P2pConfiguration.
 package dev.kvconnector.mooncake.p2p;
 
 import dev.kvconnector.config.KVTransferParams;
@@ -16,7 +20,6 @@ import dev.kvconnector.key.KeyContext;
 import dev.kvconnector.key.RequestTokens;
 import dev.kvconnector.layout.KVLayout;
 import dev.kvconnector.memory.SegmentPool;
-import dev.kvconnector.mooncake.te.Notification;
 import dev.kvconnector.mooncake.te.RemoteSegment;
 import dev.kvconnector.mooncake.te.TransferBatch;
 import dev.kvconnector.mooncake.te.TransferEngine;
@@ -25,16 +28,12 @@ import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.IdentityHashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.LongAdder;
-import java.util.concurrent.locks.LockSupport;
 
 /**
  * A {@link KVStoreConnector} that moves a request's KV peer to peer through Mooncake's transfer engine, with no
@@ -81,26 +80,6 @@ import java.util.concurrent.locks.LockSupport;
  * {@link #beginDropSelect}. {@link DropMode} has no effect: the KV lands in D's cache and nothing else holds it.
  */
 public final class TransferEngineConnector implements KVStoreConnector {
-    /** System property: D's wait for P's next message, in ms. */
-    public static final String LAYER_TIMEOUT_MS_PROP_NAME = "kvc.p2p.layer.timeout.ms";
-    /** Default of {@link #LAYER_TIMEOUT_MS_PROP_NAME}. */
-    public static final long LAYER_TIMEOUT_MS_DEFAULT = 10_000;
-    /** System property: P's wait for its writes to end, in ms. */
-    public static final String TRANSFER_TIMEOUT_MS_PROP_NAME = "kvc.p2p.transfer.timeout.ms";
-    /** Default of {@link #TRANSFER_TIMEOUT_MS_PROP_NAME}. */
-    public static final long TRANSFER_TIMEOUT_MS_DEFAULT = 30_000;
-    /** System property: bytes of registered staging (P's gathered layers, D's hidden-state landing). */
-    public static final String STAGING_BYTES_PROP_NAME = "kvc.p2p.staging.bytes";
-    /** Default of {@link #STAGING_BYTES_PROP_NAME}. */
-    public static final long STAGING_BYTES_DEFAULT = 256L << 20;
-    /** System property: the most blocks one request may span, which sizes each batch. */
-    public static final String MAX_BLOCKS_PROP_NAME = "kvc.p2p.max.blocks";
-    /** Default of {@link #MAX_BLOCKS_PROP_NAME}. */
-    public static final int MAX_BLOCKS_DEFAULT = 4096;
-    /** Transfers that ended, remembered to tell a late peer's messages from unknown ones. */
-    static final int ENDED_REMEMBERED = 4096;
-    private static final AtomicInteger POLLERS = new AtomicInteger();
-
     final TransferEngine engine;
     final KVLayout layout;
     final String endpoint;
@@ -121,16 +100,7 @@ public final class TransferEngineConnector implements KVStoreConnector {
     private final Map<String, P2pDestination> destinations = new ConcurrentHashMap<>();
     private final Map<String, RemoteSegment> segments = new ConcurrentHashMap<>();
     private final ConcurrentLinkedQueue<TransferBatch> idleBatches = new ConcurrentLinkedQueue<>();
-    private final Map<String, String> ended = Collections.synchronizedMap(new LinkedHashMap<>() {
-        @Override
-        protected boolean removeEldestEntry(Map.Entry<String, String> eldest) {
-            return size() > ENDED_REMEMBERED;
-        }
-    });
-    private final LongAdder stale = new LongAdder();
-    private final LongAdder unknown = new LongAdder();
-    private final Thread poller;
-    private volatile boolean running = true;
+    private final P2pNotifications notifications;
     private boolean closed;
 
     private TransferEngineConnector(Builder b, TransferEngine engine) {
@@ -163,8 +133,7 @@ public final class TransferEngineConnector implements KVStoreConnector {
             staging.close();
             throw e;
         }
-        this.poller = Thread.ofPlatform().daemon().name("kvconnector-io-p2p-" + POLLERS.incrementAndGet())
-                .start(this::pollNotifications);
+        this.notifications = new P2pNotifications(this);
     }
 
     /** A builder over {@code engine}, which the caller closes after the connector. */
@@ -348,84 +317,17 @@ public final class TransferEngineConnector implements KVStoreConnector {
     /** Called when D's transfer ends: later messages for it are stale. */
     void ended(P2pDropSession s, String why) {
         inbound.remove(s.transferId(), s);
-        ended.put(s.transferId(), why);
-    }
-
-    private void pollNotifications() {
-        long idle = 10_000;
-        while (running) {
-            List<Notification> batch;
-            try {
-                batch = engine.notifications();
-            } catch (RuntimeException e) {
-                if (running) {
-                    errors.onError("p2p notifications on " + endpoint, e);
-                    LockSupport.parkNanos(1_000_000);
-                }
-                continue;
-            }
-            if (batch.isEmpty()) {
-                LockSupport.parkNanos(idle);
-                idle = Math.min(idle * 2, 1_000_000);
-                continue;
-            }
-            idle = 10_000;
-            for (Notification n : batch) {
-                dispatch(n);
-            }
-        }
-    }
-
-    void dispatch(Notification n) {
-        P2pMessage m = P2pMessage.parse(n.message());
-        if (m == null) {
-            unknown.increment();
-            errors.onError("p2p notification on " + endpoint, protocolError("notification '" + n.name() + "': '"
-                    + abbreviate(n.message()) + "' is not a kvc-p2p/1 message", n.name()));
-            return;
-        }
-        if (m.kind() == P2pMessage.Kind.CANCEL) {
-            P2pInsertSession s = outbound.get(n.name());
-            if (s != null) {
-                s.cancel(m.sender(), m.text());
-            }
-            return;
-        }
-        P2pDropSession s = inbound.get(n.name());
-        if (s != null && s.offer(m)) {
-            return;
-        }
-        String why = ended.get(n.name());
-        if (why != null) {
-            stale.increment();
-            errors.onError("p2p notification on " + endpoint, protocolError("producer " + m.sender() + " sent "
-                    + m.kind() + " for transfer " + n.name() + ", which this D no longer waits for (" + why
-                    + "); ignored, D's cache untouched", n.name()));
-        } else {
-            unknown.increment();
-            errors.onError("p2p notification on " + endpoint, protocolError("producer " + m.sender() + " sent "
-                    + m.kind() + " for unknown transfer " + n.name() + ": no drop-select of this connector waits "
-                    + "for it; ignored", n.name()));
-        }
-    }
-
-    private KVException protocolError(String detail, String tid) {
-        return KVException.of(ErrorCode.PROTOCOL_ERROR, detail).store(endpoint).operation("notification").key(tid)
-                .build();
-    }
-
-    private static String abbreviate(String s) {
-        return s == null ? "null" : s.length() <= 80 ? s : s.substring(0, 80) + "...";
+        notifications.ended(s.transferId(), why);
     }
 
     /** Messages for transfers this D had already ended (a late producer), ignored. */
     public long staleNotifications() {
-        return stale.sum();
+        return notifications.stale();
     }
 
     /** Messages for transfers this connector never knew, and malformed ones, ignored. */
     public long unknownNotifications() {
-        return unknown.sum();
+        return notifications.unknown();
     }
 
     /** The engine this connector moves bytes with. */
@@ -488,13 +390,7 @@ public final class TransferEngineConnector implements KVStoreConnector {
         closed = true;
         List.copyOf(outbound.values()).forEach(P2pInsertSession::abort);
         List.copyOf(inbound.values()).forEach(P2pDropSession::cancel);
-        running = false;
-        poller.interrupt();
-        try {
-            poller.join(TimeUnit.SECONDS.toMillis(10));
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
+        notifications.close();
         try {
             for (TransferBatch b; (b = idleBatches.poll()) != null; ) {
                 b.close();
@@ -512,7 +408,7 @@ public final class TransferEngineConnector implements KVStoreConnector {
         }
     }
 
-    /** Builds a {@link TransferEngineConnector}; settings start from their system property or default. */
+    /** Builds a {@link TransferEngineConnector}; settings start from {@link P2pConfiguration}'s properties or defaults. */
     public static final class Builder {
         private final TransferEngine engine;
         private final String engineUri;
@@ -520,12 +416,11 @@ public final class TransferEngineConnector implements KVStoreConnector {
         private final List<PagedKVCache> caches = new ArrayList<>();
         private String modelId = "p2p";
         private String engineId;
-        private String location = "cpu:0";
-        private long layerTimeoutMillis = Long.getLong(LAYER_TIMEOUT_MS_PROP_NAME, LAYER_TIMEOUT_MS_DEFAULT);
-        private long transferTimeoutMillis = Long.getLong(TRANSFER_TIMEOUT_MS_PROP_NAME,
-                TRANSFER_TIMEOUT_MS_DEFAULT);
-        private long stagingBytes = Long.getLong(STAGING_BYTES_PROP_NAME, STAGING_BYTES_DEFAULT);
-        private int maxBlocks = Integer.getInteger(MAX_BLOCKS_PROP_NAME, MAX_BLOCKS_DEFAULT);
+        private String location = P2pConfiguration.location();
+        private long layerTimeoutMillis = P2pConfiguration.layerTimeoutMillis();
+        private long transferTimeoutMillis = P2pConfiguration.transferTimeoutMillis();
+        private long stagingBytes = P2pConfiguration.stagingBytes();
+        private int maxBlocks = P2pConfiguration.maxBlocks();
         private ErrorHandler errors = ErrorHandler.LOGGING;
 
         private Builder(TransferEngine engine, String engineUri, KVLayout layout) {
