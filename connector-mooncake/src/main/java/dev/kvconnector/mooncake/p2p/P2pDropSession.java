@@ -284,6 +284,22 @@ public final class P2pDropSession implements DropSession {
         return miss == null;
     }
 
+    /**
+     * After a miss, waits (holding the lock) for P's last message, for at most the layer timeout since P's latest:
+     * until then P may still be writing into D's blocks.
+     */
+    private void awaitProducerDone() {
+        long left;
+        while (!producerDone && (left = lastProgress + c.layerTimeoutNanos - System.nanoTime()) > 0) {
+            try {
+                changed.awaitNanos(left);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+        }
+    }
+
     /** The word sum of the request's tokens of {@code layer} in D's blocks, tensor by tensor, in token order. */
     private int layerSum(int layer) {
         sum.reset();
@@ -338,7 +354,7 @@ public final class P2pDropSession implements DropSession {
                 } finally {
                     lock.lock();
                 }
-                waitUntil(() -> producerDone, "last message after D's stop");
+                awaitProducerDone();
             } else if (timedOut && producer != null) {
                 lock.unlock();
                 try {

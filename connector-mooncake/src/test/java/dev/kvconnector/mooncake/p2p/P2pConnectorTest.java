@@ -268,6 +268,33 @@ class P2pConnectorTest {
     }
 
     @Test
+    void aMissHoldsDsBlocksUntilPsLastMessageAndTellsPToStop() throws Exception {
+        String tid = tid();
+        try (P2pDropSession drop = d.beginDropSelect(request(tid), DropTarget.paged(dCache, dBlocks));
+             TransferEngine raw = target.open()) {
+            var dSegment = raw.openSegment(d.engine().segmentName());
+            raw.notify(dSegment, tid, P2pMessage.layer(raw.segmentName(), 0, P2pKv.LAYOUT.layerBytes(TOKENS), 7));
+            assertFalse(drop.awaitLayer(0));
+            long start = System.nanoTime();
+            Thread.ofPlatform().start(() -> {
+                java.util.concurrent.locks.LockSupport.parkNanos(300_000_000L);
+                raw.notify(dSegment, tid, P2pMessage.abort(raw.segmentName(), "stopped as D asked"));
+            });
+            DropResult r = drop.result();
+            long ms = (System.nanoTime() - start) / 1_000_000;
+            assertEquals(MissReason.CORRUPT, r.reason());
+            assertTrue(ms >= 250 && ms < TIMEOUT_MS + 1000, "result() returned after P's abort, " + ms + " ms");
+            List<dev.kvconnector.mooncake.te.Notification> told = new java.util.ArrayList<>();
+            waitFor(() -> {
+                told.addAll(raw.notifications());
+                return !told.isEmpty();
+            });
+            assertEquals(tid, told.getFirst().name());
+            assertEquals(P2pMessage.Kind.CANCEL, P2pMessage.parse(told.getFirst().message()).kind());
+        }
+    }
+
+    @Test
     void aProducerAnsweringForATransferDNoLongerWaitsForIsIgnoredAndReported() throws Exception {
         String tid = tid();
         P2pDropSession drop = d.beginDropSelect(request(tid), DropTarget.paged(dCache, dBlocks));
