@@ -157,8 +157,8 @@ public final class MultiConnector implements KVStoreConnector {
         return best;
     }
 
-    /** The first connector that holds the whole request, else the first connector. */
-    KVStoreConnector loadFrom(RequestTokens request) {
+    /** The connector a load of {@code request} comes from: the first that holds all of it, else the first. */
+    public KVStoreConnector loadFrom(RequestTokens request) {
         for (KVStoreConnector c : connectors) {
             if (c.lookup(requestFor(c, request)) == request.totalTokens()) {
                 return c;
