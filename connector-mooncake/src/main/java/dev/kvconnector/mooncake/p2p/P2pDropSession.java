@@ -347,20 +347,16 @@ public final class P2pDropSession implements DropSession {
                 }
             }
             waitUntil(() -> committed, "commit");
-            if (miss != null && !producerDone && !timedOut && producer != null) {
+            if (miss != null && producer != null && !producerDone) {
+                String stop = P2pMessage.cancel(c.engine.segmentName(), miss.reason().name());
                 lock.unlock();
                 try {
-                    c.tell(producer, tid, P2pMessage.cancel(c.engine.segmentName(), miss.reason().name()));
+                    c.tell(producer, tid, stop);
                 } finally {
                     lock.lock();
                 }
-                awaitProducerDone();
-            } else if (timedOut && producer != null) {
-                lock.unlock();
-                try {
-                    c.tell(producer, tid, P2pMessage.cancel(c.engine.segmentName(), "TIMED_OUT"));
-                } finally {
-                    lock.lock();
+                if (!timedOut) {
+                    awaitProducerDone();
                 }
             }
             result = miss != null ? miss : DropResult.hit(tokens, tokens);

@@ -188,7 +188,12 @@ final class P2pInsertSession implements InsertSession {
                 inFlight.poll();
                 failure = failure == null ? error(ErrorCode.TIMEOUT, f.what() + " still in flight after "
                         + TimeUnit.NANOSECONDS.toMillis(c.transferTimeoutNanos) + " ms", "commit") : failure;
-                f.batch().close();
+                try {
+                    f.batch().close();
+                } catch (KVException e) {
+                    // the batch and its staging stay allocated: the engine may still read from them
+                    c.errors.onError("p2p batch of transfer " + d.transferId() + " on " + c.endpoint, e);
+                }
                 continue;
             }
             inFlight.poll();
