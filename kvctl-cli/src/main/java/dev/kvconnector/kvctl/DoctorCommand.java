@@ -3,6 +3,7 @@ package dev.kvconnector.kvctl;
 import dev.kvconnector.cuda.CudaRuntime;
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
+import dev.kvconnector.mooncake.te.TransferEngineDoctor;
 import dev.kvconnector.store.GetResult;
 import dev.kvconnector.store.KVStore;
 import dev.kvconnector.store.KVStores;
@@ -18,8 +19,9 @@ import picocli.CommandLine.Spec;
 import picocli.CommandLine.Model.CommandSpec;
 
 /**
- * Checks a store step by step (URI, open, health, a 1 MiB put/get/remove round trip) and explains each problem.
- * Exit 0 only when every step passed.
+ * Checks a store step by step (URI, open, health, a 1 MiB put/get/remove round trip) and explains each problem; for
+ * a transfer-engine URI ({@code mooncake-te://}) the library, the local engine, a peer and a 1 MiB round trip
+ * ({@link TransferEngineDoctor}). Exit 0 only when every step passed.
  */
 @Command(name = "doctor", description = "Check that a store is reachable, configured and working.")
 final class DoctorCommand implements Callable<Integer> {
@@ -33,6 +35,9 @@ final class DoctorCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         PrintWriter out = spec.commandLine().getOut();
+        if (TransferEngineDoctor.handles(store.uri)) {
+            return transferEngine(out);
+        }
         KVStore s;
         try {
             s = KVStores.open(store.uri);
@@ -78,6 +83,19 @@ final class DoctorCommand implements Callable<Integer> {
             }
         }
         out.println("info cuda: " + cuda());
+        out.println("healthy");
+        return 0;
+    }
+
+    private int transferEngine(PrintWriter out) {
+        boolean healthy = true;
+        for (TransferEngineDoctor.Step step : TransferEngineDoctor.check(store.uri)) {
+            out.println((step.ok() ? "ok   " : "FAIL ") + step.name() + ": " + step.detail());
+            healthy &= step.ok();
+        }
+        if (!healthy) {
+            return Kvctl.EXIT_FAILURE;
+        }
         out.println("healthy");
         return 0;
     }

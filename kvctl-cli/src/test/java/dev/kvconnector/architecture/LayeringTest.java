@@ -14,7 +14,10 @@ import com.tngtech.archunit.lang.ArchRule;
  * backend): connector-api depends on no backend, backends do not depend on each other, and the byte-object
  * backends know nothing of tensors or the connector; the connector and its codecs import nothing of cuda/ and
  * name no concrete store, and no byte store (memory:, shm:, valkey, mooncake, the LMCache client and server)
- * imports tensors, layouts, paged caches, codecs or the connector.
+ * imports tensors, layouts, paged caches, codecs or the connector. In connector-mooncake the store
+ * ({@code dev.kvconnector.mooncake}) and the transfer-engine bindings ({@code mooncake.te}) are byte movers; its
+ * {@code mooncake.p2p} is a connector (the peer-to-peer {@code KVStoreConnector}), held to the connector's rules,
+ * as LMCache's {@code lmcache.connector} is.
  */
 @AnalyzeClasses(packages = "dev.kvconnector",
         importOptions = {ImportOption.DoNotIncludeTests.class, LayeringTest.DoNotIncludeTestJars.class})
@@ -47,7 +50,8 @@ class LayeringTest {
 
     @ArchTest
     static final ArchRule byteStoresKnowNothingOfTensorsOrTheConnector = noClasses()
-            .that().resideInAnyPackage("dev.kvconnector.valkey..", "dev.kvconnector.mooncake..")
+            .that().resideInAnyPackage("dev.kvconnector.valkey..", "dev.kvconnector.mooncake",
+                    "dev.kvconnector.mooncake.te..")
             .should().dependOnClassesThat().resideInAnyPackage("dev.kvconnector.connector..", "dev.kvconnector.paged..",
                     "dev.kvconnector.tensor..")
             .allowEmptyShould(true);
@@ -61,15 +65,17 @@ class LayeringTest {
     @ArchTest
     static final ArchRule connectorNamesNoConcreteStore = noClasses()
             .that().resideInAnyPackage("dev.kvconnector.connector..", "dev.kvconnector.codec..",
-                    "dev.kvconnector.lmcache.connector..", "dev.kvconnector.lmcache.format..")
+                    "dev.kvconnector.lmcache.connector..", "dev.kvconnector.lmcache.format..",
+                    "dev.kvconnector.mooncake.p2p..")
             .should().dependOnClassesThat().resideInAnyPackage("dev.kvconnector.store.memory..",
-                    "dev.kvconnector.store.shm..", "dev.kvconnector.lmcache.client..", "dev.kvconnector.lmcache.store..")
+                    "dev.kvconnector.store.shm..", "dev.kvconnector.lmcache.client..", "dev.kvconnector.lmcache.store..",
+                    "dev.kvconnector.mooncake")
             .allowEmptyShould(true);
 
     @ArchTest
     static final ArchRule everyByteStoreKnowsNothingOfTensors = noClasses()
             .that().resideInAnyPackage("dev.kvconnector.store..", "dev.kvconnector.valkey..",
-                    "dev.kvconnector.mooncake..", "dev.kvconnector.lmcache.client..", "dev.kvconnector.lmcache.server..",
+                    "dev.kvconnector.mooncake", "dev.kvconnector.mooncake.te..", "dev.kvconnector.lmcache.client..", "dev.kvconnector.lmcache.server..",
                     "dev.kvconnector.lmcache.protocol..")
             .should().dependOnClassesThat().resideInAnyPackage("dev.kvconnector.tensor..", "dev.kvconnector.paged..",
                     "dev.kvconnector.connector..", "dev.kvconnector.codec..", "dev.kvconnector.layout..")

@@ -12,7 +12,7 @@ import org.junit.jupiter.api.Assumptions;
  *
  * <p>When neither is available the tests abort with the reason, or fail when {@code CI=true}.
  */
-final class TeTestTarget {
+public final class TeTestTarget {
     static final String DOUBLE_PROPERTY = "kvc.mooncake.te.double";
 
     private final boolean isDouble;
@@ -25,7 +25,8 @@ final class TeTestTarget {
         this.host = host;
     }
 
-    static TeTestTarget require() {
+    /** The target of this run: the real library when the environment names it, else the double. */
+    public static TeTestTarget require() {
         String real = System.getenv(TransferEngineLocator.ENV_LIBRARY);
         String host = System.getenv().getOrDefault("MOONCAKE_TE_HOST", "127.0.0.1");
         if (real != null && !real.isBlank()) {
@@ -44,25 +45,28 @@ final class TeTestTarget {
         return new TeTestTarget(true, Path.of(dbl).toAbsolutePath().normalize().toString(), host);
     }
 
-    boolean isDouble() {
+    /** Whether this is the test double. */
+    public boolean isDouble() {
         return isDouble;
     }
 
     /** The engines' local server name. */
-    String host() {
+    public String host() {
         return host;
     }
 
-    String library() {
+    /** The library's path. */
+    public String library() {
         return library;
     }
 
     /** A URI for a TCP engine over P2PHANDSHAKE. */
-    String uri() {
+    public String uri() {
         return "mooncake-te://" + host + "?protocol=tcp&metadata=P2PHANDSHAKE&library=" + library;
     }
 
-    TransferEngine open() {
+    /** Opens an engine on the target. */
+    public TransferEngine open() {
         return TransferEngine.open(uri());
     }
 }

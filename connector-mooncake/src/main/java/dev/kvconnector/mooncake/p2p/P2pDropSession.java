@@ -1,0 +1,406 @@
+package dev.kvconnector.mooncake.p2p;
+
+import dev.kvconnector.config.KVTransferParams;
+import dev.kvconnector.connector.DropResult;
+import dev.kvconnector.connector.DropSession;
+import dev.kvconnector.connector.DropTarget;
+import dev.kvconnector.connector.MissReason;
+import dev.kvconnector.connector.PagedLayers;
+import dev.kvconnector.error.ErrorCode;
+import dev.kvconnector.error.KVException;
+import dev.kvconnector.layout.KVLayout;
+import dev.kvconnector.memory.ChecksummedCopy;
+import dev.kvconnector.memory.WordSum;
+import dev.kvconnector.paged.PagedKVCache;
+import dev.kvconnector.paged.TokenSlots;
+import dev.kvconnector.tensor.Tensor;
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * D's side of one peer-to-peer transfer: the request's blocks in D's registered cache, waiting for P's layers. The
+ * notification thread records what P announces ({@link #offer}); {@link #awaitLayer} checks a layer's bytes in D's
+ * blocks against P's word sum on the caller's thread. {@link #result()} and {@link #close()} return only after P's
+ * last message (commit or abort) or D's timeout, so D's blocks are the engine's again only when P writes no more.
+ * Used by one thread, besides the notification thread.
+ */
+public final class P2pDropSession implements DropSession {
+    private final TransferEngineConnector c;
+    private final String tid;
+    private final int tokens;
+    private final DropTarget target;
+    private final PagedKVCache cache;
+    private final TokenSlots slots;
+    private final int[] blockIds;
+    private final Tensor hidden;
+    private final MemorySegment hiddenLanding;
+    private final long layerBytes;
+    private final long tokenBytes;
+    private final WordSum sum = new WordSum();
+    private final ReentrantLock lock = new ReentrantLock();
+    private final Condition changed = lock.newCondition();
+    private final long[] announcedBytes;
+    private final int[] announcedSums;
+    private final boolean[] announced;
+    private final boolean[] verified;
+    private boolean hiddenAnnounced;
+    private int hiddenSum;
+    private boolean hiddenVerified;
+    private String producer;
+    private boolean producerDone;
+    private boolean committed;
+    private long lastProgress;
+    private DropResult miss;
+    private boolean timedOut;
+    private DropResult result;
+    private boolean ended;
+    private boolean released;
+
+    P2pDropSession(TransferEngineConnector c, String tid, int tokens, DropTarget target, PagedLayers paged) {
+        this.c = c;
+        this.tid = tid;
+        this.tokens = tokens;
+        this.target = target;
+        this.cache = paged.cache();
+        this.slots = paged.slots();
+        KVLayout layout = c.layout;
+        this.blockIds = blockIds(slots, tokens, layout.blockSize());
+        this.tokenBytes = layout.bytesPerTokenPerTensor();
+        this.layerBytes = layout.layerBytes(tokens);
+        this.hidden = target.hidden();
+        this.hiddenLanding = hidden == null ? null : c.staging.acquire(hiddenBytes());
+        int layers = layout.numLayers();
+        this.announcedBytes = new long[layers];
+        this.announcedSums = new int[layers];
+        this.announced = new boolean[layers];
+        this.verified = new boolean[layers];
+        this.lastProgress = System.nanoTime();
+    }
+
+    private long hiddenBytes() {
+        return hidden.spec().byteSize();
+    }
+
+    /** The block of each {@code blockSize} tokens, refusing slots that do not fill whole blocks in order. */
+    private int[] blockIds(TokenSlots s, int n, int blockSize) {
+        int[] ids = new int[(n + blockSize - 1) / blockSize];
+        for (int b = 0; b < ids.length; b++) {
+            long first = s.slot(b * blockSize);
+            if (first % blockSize != 0) {
+                throw unaligned(b * blockSize, first, blockSize);
+            }
+            ids[b] = (int) (first / blockSize);
+            for (int t = b * blockSize + 1; t < Math.min(n, (b + 1) * blockSize); t++) {
+                if (s.slot(t) != first + t - (long) b * blockSize) {
+                    throw unaligned(t, s.slot(t), blockSize);
+                }
+            }
+        }
+        return ids;
+    }
+
+    private KVException unaligned(int token, long slot, int blockSize) {
+        return KVException.of(ErrorCode.UNSUPPORTED, "transfer " + tid + ": token " + token + " maps to slot " + slot
+                        + ", not the next row of a whole block of " + blockSize + " tokens")
+                .store(c.endpoint).operation("beginDropSelect").key(tid)
+                .hint("a peer-to-peer destination is whole blocks: use a BlockTable").build();
+    }
+
+    /** The transfer id (the request's namespace). */
+    public String transferId() {
+        return tid;
+    }
+
+    DropTarget target() {
+        return target;
+    }
+
+    /**
+     * What P needs to write this request into D: vLLM V1's {@code kv_transfer_params} names where they fit
+     * ({@code remote_engine_id}, {@code remote_host}, {@code remote_port}, {@code remote_block_ids},
+     * {@code transfer_id}) and kvconnector's {@code kvc_*} fields for the addresses ({@link P2pDestination}).
+     */
+    public KVTransferParams transferParams() {
+        return destination().toParams();
+    }
+
+    /** {@link #transferParams()} as a record. */
+    public P2pDestination destination() {
+        KVLayout layout = c.layout;
+        long[] addrs = new long[layout.numLayers() * layout.tensorsPerLayer()];
+        for (int l = 0; l < layout.numLayers(); l++) {
+            for (int t = 0; t < layout.tensorsPerLayer(); t++) {
+                addrs[l * layout.tensorsPerLayer() + t] = cache.tensor(l, t).address();
+            }
+        }
+        return new P2pDestination(tid, c.engineId, c.engine.segmentName(), blockIds.clone(), tokens,
+                layout.fingerprintHex(), cache.numBlocks(), addrs, hiddenLanding == null ? 0 : hiddenLanding.address(),
+                hidden == null ? 0 : hiddenBytes());
+    }
+
+    /** Records a message from P; false when this transfer has already ended. Called by the notification thread. */
+    boolean offer(P2pMessage m) {
+        lock.lock();
+        try {
+            if (ended) {
+                return false;
+            }
+            if (producer == null) {
+                producer = m.sender();
+            }
+            lastProgress = System.nanoTime();
+            switch (m.kind()) {
+                case LAYER -> layerLanded(m);
+                case HIDDEN -> hiddenLanded(m);
+                case COMMIT -> {
+                    producerDone = true;
+                    if (m.a() != c.layout.numLayers()) {
+                        bad("P committed " + m.a() + " layers, the layout has " + c.layout.numLayers());
+                    }
+                    committed = true;
+                }
+                case ABORT -> {
+                    producerDone = true;
+                    missOnce(MissReason.ABSENT, "P aborted: " + m.text());
+                }
+                default -> bad("unexpected " + m.kind());
+            }
+            changed.signalAll();
+            return true;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private void layerLanded(P2pMessage m) {
+        long layer = m.a();
+        if (layer < 0 || layer >= announced.length) {
+            bad("P announced layer " + layer + ", the layout has layers 0.." + (announced.length - 1));
+        } else if (announced[(int) layer]) {
+            bad("P announced layer " + layer + " twice");
+        } else if (m.b() != layerBytes) {
+            bad("P announced layer " + layer + " of " + m.b() + " bytes; the layout needs " + layerBytes
+                    + " for " + tokens + " tokens");
+        } else {
+            announced[(int) layer] = true;
+            announcedBytes[(int) layer] = m.b();
+            announcedSums[(int) layer] = m.sum();
+        }
+    }
+
+    private void hiddenLanded(P2pMessage m) {
+        if (hidden == null) {
+            bad("P sent hidden states this drop-select did not ask for");
+        } else if (m.a() != hiddenBytes()) {
+            bad("P announced hidden states of " + m.a() + " bytes; D's target holds " + hiddenBytes());
+        } else {
+            hiddenAnnounced = true;
+            hiddenSum = m.sum();
+        }
+    }
+
+    /** Bad input from P: a corrupt miss, and the cause to the error handler. */
+    private void bad(String detail) {
+        c.errors.onError("p2p transfer " + tid + " on " + c.endpoint, KVException.of(ErrorCode.PROTOCOL_ERROR,
+                "transfer " + tid + " from " + producer + ": " + detail).store(c.endpoint).key(tid).build());
+        missOnce(MissReason.CORRUPT, detail);
+    }
+
+    private void missOnce(MissReason reason, String detail) {
+        if (miss == null) {
+            miss = DropResult.miss(tokens, reason, "transfer " + tid + " from " + (producer == null
+                    ? "P (no message yet)" : producer) + " into " + c.endpoint + ": " + detail);
+        }
+    }
+
+    /**
+     * Waits until layer {@code layer} has landed in D's blocks and its word sum matches P's.
+     *
+     * @return false on a miss ({@link #result()} says why): P aborted, a check failed, or no message came from P
+     *     within the layer timeout
+     */
+    @Override
+    public boolean awaitLayer(int layer) {
+        if (layer < 0 || layer >= announced.length) {
+            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "layer " + layer + " outside 0.." + (announced.length - 1))
+                    .store(c.endpoint).operation("awaitLayer").key(tid).build();
+        }
+        long waitStart = System.nanoTime();
+        lock.lock();
+        try {
+            if (verified[layer]) {
+                return true;
+            }
+            if (!waitUntil(() -> announced[layer], "layer " + layer)) {
+                return false;
+            }
+        } finally {
+            lock.unlock();
+        }
+        long start = System.nanoTime();
+        int got = layerSum(layer);
+        lock.lock();
+        try {
+            if (got != announcedSums[layer]) {
+                missOnce(MissReason.CORRUPT, "layer " + layer + ": the word sum of the bytes in D's blocks is "
+                        + Integer.toHexString(got) + ", P announced " + Integer.toHexString(announcedSums[layer])
+                        + " (a half-written or damaged layer)");
+                return false;
+            }
+            verified[layer] = true;
+            long now = System.nanoTime();
+            c.metrics.dropLayer(now - start, start - waitStart, announcedBytes[layer]);
+            return miss == null;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Waits, holding the lock, until {@code done} holds; false on a miss, or on a timeout, which it records. */
+    private boolean waitUntil(BooleanSupplier done, String what) {
+        while (miss == null && !done.getAsBoolean()) {
+            if (producerDone && !done.getAsBoolean()) {
+                missOnce(MissReason.CORRUPT, "P ended the transfer without " + what);
+                return false;
+            }
+            long left = lastProgress + c.layerTimeoutNanos - System.nanoTime();
+            if (left <= 0) {
+                timedOut = true;
+                missOnce(MissReason.TIMED_OUT, "no " + what + " within " + TimeUnit.NANOSECONDS.toMillis(
+                        c.layerTimeoutNanos) + " ms of P's last message (did P die, or never get D's "
+                        + "kv_transfer_params?)");
+                return false;
+            }
+            try {
+                changed.awaitNanos(left);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                missOnce(MissReason.ABSENT, "interrupted while waiting for " + what);
+            }
+        }
+        return miss == null;
+    }
+
+    /**
+     * After a miss, waits (holding the lock) for P's last message, for at most the layer timeout since P's latest:
+     * until then P may still be writing into D's blocks.
+     */
+    private void awaitProducerDone() {
+        long left;
+        while (!producerDone && (left = lastProgress + c.layerTimeoutNanos - System.nanoTime()) > 0) {
+            try {
+                changed.awaitNanos(left);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+        }
+    }
+
+    /** The word sum of the request's tokens of {@code layer} in D's blocks, tensor by tensor, in token order. */
+    private int layerSum(int layer) {
+        sum.reset();
+        for (int t = 0; t < c.layout.tensorsPerLayer(); t++) {
+            MemorySegment seg = cache.tensor(layer, t);
+            int bs = c.layout.blockSize();
+            for (int b = 0; b < blockIds.length; b++) {
+                int n = Math.min(bs, tokens - b * bs);
+                sum.update(seg, (long) blockIds[b] * bs * tokenBytes, n * tokenBytes);
+            }
+        }
+        return sum.value();
+    }
+
+    /** Tokens of a transfer P has committed, else 0. */
+    int committedTokens() {
+        lock.lock();
+        try {
+            return committed && miss == null ? tokens : 0;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Waits for every layer, the hidden states (when the target has them) and P's commit; on a miss, for P's last
+     * message or the timeout, after telling P to stop. Then D's blocks are the engine's again.
+     */
+    @Override
+    public DropResult result() {
+        if (result != null) {
+            return result;
+        }
+        for (int l = 0; l < announced.length && miss == null; l++) {
+            awaitLayer(l);
+        }
+        lock.lock();
+        try {
+            if (hidden != null && waitUntil(() -> hiddenAnnounced, "hidden states")) {
+                sum.reset();
+                ChecksummedCopy.copy(hiddenLanding, 0, hidden.segment(), 0, hiddenBytes(), sum);
+                if (sum.value() != hiddenSum) {
+                    missOnce(MissReason.CORRUPT, "hidden states: word sum " + Integer.toHexString(sum.value())
+                            + ", P announced " + Integer.toHexString(hiddenSum));
+                }
+            }
+            waitUntil(() -> committed, "commit");
+            if (miss != null && producer != null && !producerDone) {
+                String stop = P2pMessage.cancel(c.engine.segmentName(), miss.reason().name());
+                lock.unlock();
+                try {
+                    c.tell(producer, tid, stop);
+                } finally {
+                    lock.lock();
+                }
+                if (!timedOut) {
+                    awaitProducerDone();
+                }
+            }
+            result = miss != null ? miss : DropResult.hit(tokens, tokens);
+            end(result.isHit() ? "completed" : "ended with " + result.reason());
+        } finally {
+            lock.unlock();
+        }
+        release();
+        c.metrics.result(result);
+        return result;
+    }
+
+    private void end(String why) {
+        ended = true;
+        c.ended(this, why);
+    }
+
+    /** Ends the transfer at once (the connector is closing). */
+    void cancel() {
+        lock.lock();
+        try {
+            missOnce(MissReason.ABSENT, "the connector closed");
+            result = miss;
+            end("the connector closed");
+        } finally {
+            lock.unlock();
+        }
+        release();
+    }
+
+    synchronized void release() {
+        if (hiddenLanding != null && !released) {
+            released = true;
+            c.staging.release(hiddenLanding);
+        }
+    }
+
+    /** Waits for the transfer to end ({@link #result()}), without throwing its failure. */
+    @Override
+    public void close() {
+        try {
+            result();
+        } catch (KVException e) {
+            c.errors.onError("p2p drop-select " + tid + " on " + c.endpoint, e);
+        }
+    }
+}

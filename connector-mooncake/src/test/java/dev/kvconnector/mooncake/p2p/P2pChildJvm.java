@@ -1,0 +1,96 @@
+package dev.kvconnector.mooncake.p2p;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+
+/** A {@link P2pPeer} (P) in its own JVM, its output collected line by line. {@link #kill()} is kill -9. */
+final class P2pChildJvm implements AutoCloseable {
+    private final Process process;
+    private final BlockingQueue<String> lines = new LinkedBlockingQueue<>();
+    private final List<String> all = new ArrayList<>();
+
+    private P2pChildJvm(Process process) {
+        this.process = process;
+        Thread pump = new Thread(() -> {
+            try (BufferedReader r = new BufferedReader(new InputStreamReader(process.getInputStream(),
+                    StandardCharsets.UTF_8))) {
+                for (String line; (line = r.readLine()) != null; ) {
+                    synchronized (all) {
+                        all.add(line);
+                    }
+                    lines.add(line);
+                }
+            } catch (IOException e) {
+                lines.add("PUMP-ERROR " + e);
+            }
+        }, "p2p-child-output-" + process.pid());
+        pump.setDaemon(true);
+        pump.start();
+    }
+
+    /** Starts {@code java -cp <this class path> P2pPeer args...}. */
+    static P2pChildJvm start(String... args) throws IOException {
+        List<String> cmd = new ArrayList<>();
+        cmd.add(ProcessHandle.current().info().command().orElseThrow());
+        cmd.add("--enable-native-access=ALL-UNNAMED");
+        cmd.add("-Xmx128m");
+        cmd.add("-XX:+UseSerialGC");
+        cmd.add("-XX:TieredStopAtLevel=1");
+        cmd.add("-cp");
+        cmd.add(System.getProperty("java.class.path"));
+        cmd.add(P2pPeer.class.getName());
+        cmd.addAll(List.of(args));
+        return new P2pChildJvm(new ProcessBuilder(cmd).redirectErrorStream(true).start());
+    }
+
+    /** Waits for a line that starts with {@code prefix} and returns it; fails after {@code seconds}. */
+    String await(String prefix, long seconds) throws InterruptedException {
+        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
+        while (true) {
+            long left = end - System.nanoTime();
+            String line = left > 0 ? lines.poll(left, TimeUnit.NANOSECONDS) : null;
+            if (line == null) {
+                throw new AssertionError("child " + process.pid() + " printed no line starting with '" + prefix
+                        + "' in " + seconds + " s; output:\n" + output());
+            }
+            if (line.startsWith(prefix)) {
+                return line;
+            }
+        }
+    }
+
+    /** Waits for the exit and returns the exit code; fails after {@code seconds}. */
+    int exitCode(long seconds) throws InterruptedException {
+        if (!process.waitFor(seconds, TimeUnit.SECONDS)) {
+            throw new AssertionError("child " + process.pid() + " still runs after " + seconds + " s; output:\n"
+                    + output());
+        }
+        return process.exitValue();
+    }
+
+    /** SIGKILL, and waits for the process to be gone. */
+    void kill() throws InterruptedException {
+        process.destroyForcibly();
+        process.waitFor(10, TimeUnit.SECONDS);
+    }
+
+    String output() {
+        synchronized (all) {
+            return String.join("\n", all);
+        }
+    }
+
+    @Override
+    public void close() throws InterruptedException {
+        if (process.isAlive()) {
+            kill();
+        }
+    }
+}
