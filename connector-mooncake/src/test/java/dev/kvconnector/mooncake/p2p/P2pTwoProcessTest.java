@@ -9,6 +9,7 @@ import dev.kvconnector.connector.DropResult;
 import dev.kvconnector.connector.DropTarget;
 import dev.kvconnector.connector.MissReason;
 import dev.kvconnector.key.RequestTokens;
+import dev.kvconnector.mooncake.te.TeChildJvm;
 import dev.kvconnector.mooncake.te.TeTestTarget;
 import dev.kvconnector.paged.BlockTable;
 import dev.kvconnector.paged.PagedKVCache;
@@ -54,7 +55,7 @@ class P2pTwoProcessTest {
         return RequestTokens.of(new int[TOKENS]).inNamespace(tid);
     }
 
-    private P2pChildJvm producer(String mode, long delayMs, Object... seedAndParams) throws Exception {
+    private TeChildJvm producer(String mode, long delayMs, Object... seedAndParams) throws Exception {
         String[] args = new String[3 + seedAndParams.length];
         args[0] = mode;
         args[1] = target.uri();
@@ -62,7 +63,7 @@ class P2pTwoProcessTest {
         for (int i = 0; i < seedAndParams.length; i++) {
             args[3 + i] = seedAndParams[i].toString();
         }
-        return P2pChildJvm.start(args);
+        return TeChildJvm.start(P2pPeer.class, args);
     }
 
     @Test
@@ -71,7 +72,7 @@ class P2pTwoProcessTest {
         BlockTable blocks = P2pKv.table(40, -3, 7, TOKENS);
         Tensor hidden = P2pKv.hidden(arena, TOKENS, 0);
         try (P2pDropSession drop = d.beginDropSelect(request(tid), DropTarget.paged(cache, blocks).withHidden(hidden));
-             P2pChildJvm p = producer("produce", 400, 5, drop.transferParams().toJson())) {
+             TeChildJvm p = producer("produce", 400, 5, drop.transferParams().toJson())) {
             for (int l = 0; l < P2pKv.LAYOUT.numLayers(); l++) {
                 assertTrue(drop.awaitLayer(l), () -> "layer landed; P said:\n" + p.output());
                 assertEquals(-1, P2pKv.firstMismatch(cache, blocks, l, 5), "layer " + l + " byte for byte");
@@ -99,7 +100,7 @@ class P2pTwoProcessTest {
         BlockTable blocks = P2pKv.table(10, 1, 7, TOKENS);
         long start;
         try (P2pDropSession drop = d.beginDropSelect(request(tid), DropTarget.paged(cache, blocks));
-             P2pChildJvm p = producer("die", 0, 9, drop.transferParams().toJson())) {
+             TeChildJvm p = producer("die", 0, 9, drop.transferParams().toJson())) {
             assertTrue(drop.awaitLayer(0), p::output);
             assertTrue(drop.awaitLayer(1), p::output);
             p.await("HALF", 30);
@@ -125,7 +126,7 @@ class P2pTwoProcessTest {
         BlockTable b = P2pKv.table(1, 2, 7, TOKENS);
         try (P2pDropSession da = d.beginDropSelect(request("a-" + UUID.randomUUID()), DropTarget.paged(cache, a));
              P2pDropSession db = d.beginDropSelect(request("b-" + UUID.randomUUID()), DropTarget.paged(cache, b));
-             P2pChildJvm p = producer("produce", 0, 21, da.transferParams().toJson(), 22,
+             TeChildJvm p = producer("produce", 0, 21, da.transferParams().toJson(), 22,
                      db.transferParams().toJson())) {
             assertTrue(da.result().isComplete(), () -> da.result() + "\n" + p.output());
             assertTrue(db.result().isComplete(), () -> db.result() + "\n" + p.output());

@@ -10,8 +10,11 @@ import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
-/** A {@link TePeer} in its own JVM, with its output collected line by line. Close it to kill it. */
-final class TeChildJvm implements AutoCloseable {
+/**
+ * A peer ({@link TePeer}, or the p2p tests' producer) in its own JVM, with its output collected line by line. Close
+ * it, or {@link #kill()} it, to kill -9 it.
+ */
+public final class TeChildJvm implements AutoCloseable {
     private final Process process;
     private final BlockingQueue<String> lines = new LinkedBlockingQueue<>();
     private final List<String> all = new ArrayList<>();
@@ -37,6 +40,11 @@ final class TeChildJvm implements AutoCloseable {
 
     /** Starts {@code java -cp <this class path> TePeer args...}. */
     static TeChildJvm start(String... args) throws IOException {
+        return start(TePeer.class, args);
+    }
+
+    /** Starts {@code java -cp <this class path> main args...}. */
+    public static TeChildJvm start(Class<?> main, String... args) throws IOException {
         List<String> cmd = new ArrayList<>();
         cmd.add(ProcessHandle.current().info().command().orElseThrow());
         cmd.add("--enable-native-access=ALL-UNNAMED");
@@ -45,13 +53,13 @@ final class TeChildJvm implements AutoCloseable {
         cmd.add("-XX:TieredStopAtLevel=1");
         cmd.add("-cp");
         cmd.add(System.getProperty("java.class.path"));
-        cmd.add(TePeer.class.getName());
+        cmd.add(main.getName());
         cmd.addAll(List.of(args));
         return new TeChildJvm(new ProcessBuilder(cmd).redirectErrorStream(true).start());
     }
 
     /** Waits for a line that starts with {@code prefix} and returns it; fails after {@code seconds}. */
-    String await(String prefix, long seconds) throws InterruptedException {
+    public String await(String prefix, long seconds) throws InterruptedException {
         long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
         while (true) {
             long left = end - System.nanoTime();
@@ -67,7 +75,7 @@ final class TeChildJvm implements AutoCloseable {
     }
 
     /** Waits for the exit and returns the exit code; fails after {@code seconds}. */
-    int exitCode(long seconds) throws InterruptedException {
+    public int exitCode(long seconds) throws InterruptedException {
         if (!process.waitFor(seconds, TimeUnit.SECONDS)) {
             throw new AssertionError("child " + process.pid() + " still runs after " + seconds + " s; output:\n"
                     + output());
@@ -75,17 +83,22 @@ final class TeChildJvm implements AutoCloseable {
         return process.exitValue();
     }
 
-    String output() {
+    public String output() {
         synchronized (all) {
             return String.join("\n", all);
         }
     }
 
+    /** SIGKILL, and waits for the process to be gone. */
+    public void kill() throws InterruptedException {
+        process.destroyForcibly();
+        process.waitFor(10, TimeUnit.SECONDS);
+    }
+
     @Override
     public void close() throws InterruptedException {
         if (process.isAlive()) {
-            process.destroyForcibly();
-            process.waitFor(10, TimeUnit.SECONDS);
+            kill();
         }
     }
 }
