@@ -20,6 +20,7 @@ import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Consumer;
 import java.util.function.Function;
 import java.util.stream.Collectors;
 
@@ -249,10 +250,15 @@ public final class MultiConnector implements KVStoreConnector {
     /** Closes every connector, the last first; the first failure is thrown after all were closed. */
     @Override
     public void close() {
+        eachThenThrow(connectors.reversed(), KVStoreConnector::close);
+    }
+
+    /** Runs {@code action} on every item; the first failure is thrown after all were tried, the others suppressed. */
+    static <T> void eachThenThrow(Iterable<T> items, Consumer<T> action) {
         RuntimeException first = null;
-        for (KVStoreConnector c : connectors.reversed()) {
+        for (T item : items) {
             try {
-                c.close();
+                action.accept(item);
             } catch (RuntimeException e) {
                 if (first == null) {
                     first = e;

@@ -47,23 +47,10 @@ final class MultiInsertSession implements InsertSession {
         }
     }
 
+    /** Commits every session; the first failure is thrown after all were tried. */
     @Override
     public void commit() {
-        RuntimeException first = null;
-        for (InsertSession s : sessions) {
-            try {
-                s.commit();
-            } catch (RuntimeException e) {
-                if (first == null) {
-                    first = e;
-                } else {
-                    first.addSuppressed(e);
-                }
-            }
-        }
-        if (first != null) {
-            throw first;
-        }
+        MultiConnector.eachThenThrow(sessions, InsertSession::commit);
     }
 
     @Override
