@@ -420,6 +420,37 @@ class ShmStoreTest {
         pokeInt(p, ShmLayout.H_VERSION, 99);
         KVException e = assertKv(ErrorCode.CORRUPT_OBJECT, () -> open("a", ""));
         assertTrue(e.getMessage().contains("version 99"), e.getMessage());
+        assertTrue(e.getMessage().contains(p.toString()) && e.getMessage().contains("reads version "
+                + ShmLayout.VERSION), e.getMessage());
+        pokeInt(p, ShmLayout.H_VERSION, ShmLayout.VERSION);
+        pokeInt(p, ShmLayout.H_PROC_SLOTS, 32);
+        KVException layout = assertKv(ErrorCode.CORRUPT_OBJECT, () -> open("a", ""));
+        assertTrue(layout.getMessage().contains(p.toString()) && layout.getMessage().contains("32 process slots"),
+                layout.getMessage());
+    }
+
+    @Test
+    void aFileTruncatedUnderARunningStoreIsCorruptNamingTheFileAndKeepsTheValuesBeforeTheCut() throws IOException {
+        ShmStore s = open("a", "capacity=1MiB&entries=1024");
+        s.put("low", pattern(4096, 1), PutOptions.DEFAULT);
+        s.put("high", pattern(512 << 10, 2), PutOptions.DEFAULT);
+        long cut = ShmLayout.of(1 << 20, 4096, 1024).payloadOffset() + (64 << 10);
+        try (FileChannel ch = FileChannel.open(s.path(), StandardOpenOption.WRITE)) {
+            ch.truncate(cut);
+        }
+        MemorySegment dst = arena.allocate(512 << 10, 8);
+        KVException get = assertKv(ErrorCode.CORRUPT_OBJECT, () -> s.getInto("high", dst));
+        assertTrue(get.getMessage().contains(s.path() + " was truncated to " + cut + " bytes under the running store")
+                && get.hint().contains("delete " + s.path()), get.getMessage());
+        KVException put = assertKv(ErrorCode.CORRUPT_OBJECT, () -> s.put("new", pattern(100 << 10, 3),
+                PutOptions.DEFAULT));
+        assertTrue(put.getMessage().contains("truncated"), put.getMessage());
+        assertEquals(4096, s.getInto("low", dst), "a value before the cut is still there");
+        assertNull(ValuePattern.verify(dst, 4096));
+        assertEquals(1, ValuePattern.seed(dst));
+        assertFalse(s.exists("new"), "the failed put left nothing");
+        assertTrue(s.remove("high"));
+        assertEquals(0, s.leasesHeld());
     }
 
     @Test
