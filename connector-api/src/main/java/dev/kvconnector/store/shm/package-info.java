@@ -3,6 +3,24 @@
  * one host. {@link dev.kvconnector.store.shm.ShmStore} describes the URI, the guarantees and the recovery of
  * crashed processes; {@code ShmLayout} the file format.
  *
+ * <h2>Parts</h2>
+ * {@code ShmStore} is a facade; each concern is a class of its own, as Agrona keeps its CnC file
+ * ({@code MarkFile}), counters ({@code CountersManager}) and ring buffer layout ({@code RingBufferDescriptor})
+ * apart:
+ * <ul>
+ *   <li>{@code ShmLayout}: the descriptor: every offset and encoding of the file, and a drawing of it;</li>
+ *   <li>{@code ShmOptions}: the URI, checked once; {@code ShmFile}: creating, mapping, checking and unmapping the
+ *       file;</li>
+ *   <li>{@code ShmLock}: the cross-process lock and its back-off; {@code LeaseTable}: process slots and lease
+ *       records; {@code EntryTable}: entry records and their free list; {@code BlockAllocator}: the bitmap;
+ *       {@code ShmIndex}: the hash index and its seqlock;</li>
+ *   <li>{@code ShmSpace}: an entry's allocation and freeing, with {@code ClockEviction} and {@code Recovery}
+ *       (reaping the dead, rebuilding after a holder of the lock died);</li>
+ *   <li>{@code ShmReader} and {@code ShmWriter}: the operations built on them; {@code ShmClaim} and
+ *       {@code ShmView}: the zero-copy handles; {@code CallGate}: calls in flight against the close.</li>
+ * </ul>
+ * Each has its own tests over a plain segment ({@code ShmPartsBench} in the tests wires them as the store does).
+ *
  * <h2>Design in brief</h2>
  * <ul>
  *   <li>The file is mapped once per open store with {@code FileChannel.map(..., Arena.ofShared())}; closing the
@@ -64,7 +82,7 @@
  *       in one store, 2 vCPUs, five or six interleaved runs of each) Agrona's parameters gave 1.5x the throughput
  *       of the first back-off with 2 writers and 1.8x with 4, and a quarter of its p99 with 2 (1.4 against
  *       6.0 us), at the cost of a longer rare wait (p99.9 with 4 writers 156 to 567 us against 45 to 227 us). The
- *       lock now uses them, written out in {@code ShmStore.lock()}, which needs no library; the figures are
+ *       lock now uses them, written out in {@code ShmLock.lock()}, which needs no library; the figures are
  *       there.</li>
  * </ul>
  *
