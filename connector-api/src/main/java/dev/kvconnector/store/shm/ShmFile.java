@@ -90,11 +90,19 @@ final class ShmFile implements AutoCloseable {
     }
 
     /**
-     * What a fault on the mapping (the JVM's {@link InternalError} for SIGBUS) means: CORRUPT_OBJECT naming the file
-     * and both sizes when the file was truncated under the running store, else null (the caller decides: a write
-     * into a sparse tmpfs file also faults when the tmpfs has no page left).
+     * What a fault on the mapping (the JVM's {@link InternalError} for SIGBUS) means: the truncation error of
+     * {@link #truncation} when the file was truncated under the running store, else null (the caller decides: a
+     * write into a sparse tmpfs file also faults when the tmpfs has no page left).
      */
     KVException truncated(InternalError fault, String op, String key) {
+        return truncation(op, key, fault);
+    }
+
+    /**
+     * CORRUPT_OBJECT naming the file and both sizes when the file is shorter than this store mapped it (truncated
+     * by something else while it runs), else null. Costs a {@code stat} of the file.
+     */
+    KVException truncation(String op, String key, Throwable cause) {
         long size;
         try {
             size = Files.size(path);
@@ -106,7 +114,7 @@ final class ShmFile implements AutoCloseable {
         }
         return KVException.of(ErrorCode.CORRUPT_OBJECT, path + " was truncated to " + (size < 0 ? "nothing (it "
                 + "is gone)" : size + " bytes") + " under the running store, which maps " + layout.fileSize()
-                + " bytes; the values past the end are lost").store(uri).operation(op).key(key).cause(fault)
+                + " bytes; the values past the end are lost").store(uri).operation(op).key(key).cause(cause)
                 .hint("something else truncated the file: close every store on it, delete " + path
                         + " and open again to create a fresh store").build();
     }

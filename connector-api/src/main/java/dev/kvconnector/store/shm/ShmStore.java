@@ -62,9 +62,11 @@ import org.slf4j.LoggerFactory;
  * the abort, by {@link #close()}, or, for a killed writer, by crash recovery; a view ({@link ShmView}) is a read
  * whose lease lasts until the release. Both segments throw {@link IllegalStateException} after {@link #close()}.
  *
- * <p>A file truncated under a running store turns the calls that touch the lost part into {@code CORRUPT_OBJECT}
- * naming the file and both sizes; the values before the cut stay readable. Test hooks: {@link #PROP_PUT_PAUSE_MS}
- * and the two beside it (ms; leave them unset in production).
+ * <p>A file truncated under a running store: {@link #healthCheck()} fails with {@code CORRUPT_OBJECT} naming the
+ * file and both sizes, and so does a put or get that touches the lost part when the JVM raises the fault (SIGBUS)
+ * within the call; compiled code may raise it (as {@link InternalError}) only at its next safepoint poll, after the
+ * call returned. The values before the cut stay readable. Test hooks: {@link #PROP_PUT_PAUSE_MS} and the two beside
+ * it (ms; leave them unset in production).
  *
  * <p>This class is a facade over parts of one idea each: {@link ShmOptions}, {@link ShmFile} (laid out as
  * {@link ShmLayout} describes), {@link ShmLock}, {@link LeaseTable}, {@link EntryTable}, {@link BlockAllocator},
@@ -277,6 +279,10 @@ public final class ShmStore implements KVStore {
     public String healthCheck() {
         gate.enter("healthCheck");
         try {
+            KVException truncated = file.truncation("healthCheck", null, null);
+            if (truncated != null) {
+                throw truncated;
+            }
             return uri + " at " + file.path() + " answered: " + freeBytes() + " of " + lay.capacity() + " bytes free, "
                     + liveEntries() + " of " + lay.entryCount() + " entries live, " + entries.retired()
                     + " removed but still being read";
