@@ -42,6 +42,16 @@ class RecoveryTest {
             assertEquals(ShmLayout.RETIRED, b.entries.state(older));
             assertEquals(1, b.entries.retired());
         }
+        try (ShmPartsBench b = new ShmPartsBench(16 * 64, 64, 16, true)) {
+            int newer = b.commit("k", 64, 0);
+            int older = b.entries.pop();
+            b.entries.begin(older, KeyScratch.encode("k"), b.blocks.allocate(1), 1, 64, 0);
+            b.entries.commit(older, 0, b.entries.nextCommitSeq());
+            b.map.set(ValueLayout.JAVA_LONG, b.lay.entry(newer) + ShmLayout.E_COMMIT_SEQ, 100L);
+            b.space.recovery().rebuild();
+            assertEquals(newer, b.find("k"), "the later commit wins from a lower record too: its slot is repointed");
+            assertEquals(ShmLayout.RETIRED, b.entries.state(older));
+        }
     }
 
     @Test
