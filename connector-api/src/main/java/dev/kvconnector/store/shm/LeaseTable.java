@@ -4,9 +4,12 @@ import static dev.kvconnector.store.shm.ShmLayout.CLAIMED;
 import static dev.kvconnector.store.shm.ShmLayout.LEASES_PER_PROC;
 import static dev.kvconnector.store.shm.ShmLayout.PROC_SLOTS;
 
+import dev.kvconnector.error.ErrorCode;
+import dev.kvconnector.error.KVException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
+import java.nio.file.Path;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -40,6 +43,21 @@ final class LeaseTable {
             reapDead();
         }
         return -1;
+    }
+
+    /**
+     * Takes a slot, as {@link #claimSlot()} does.
+     *
+     * @throws KVException BUSY when all {@value ShmLayout#PROC_SLOTS} slots belong to live store instances
+     */
+    int claimSlotOrThrow(Path path, String uri) {
+        int p = claimSlot();
+        if (p < 0) {
+            throw KVException.of(ErrorCode.BUSY, path + " is open in " + PROC_SLOTS + " live store instances already")
+                    .store(uri).operation("open").hint("close stores in other processes; each open store takes a slot")
+                    .build();
+        }
+        return p;
     }
 
     /** Gives slot {@code p} back; its records must be clear. */

@@ -94,6 +94,12 @@ final class ShmReader {
             }
             entries.markReferenced(e);
             return len;
+        } catch (InternalError fault) {
+            KVException truncated = file.truncated(fault, "get", key);
+            if (truncated == null) {
+                throw fault;
+            }
+            throw truncated;
         } finally {
             release(k);
         }

@@ -1,6 +1,5 @@
 package dev.kvconnector.store.shm;
 
-import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
 import dev.kvconnector.store.KVStore;
 import dev.kvconnector.store.PutOptions;
@@ -58,20 +57,12 @@ import org.slf4j.LoggerFactory;
  * processes must share a pid namespace.
  *
  * <p>Zero-copy ({@link StoreCapability#CLAIM}, {@link StoreCapability#VIEW}): a claim ({@link ShmClaim}) is a put
- * whose copy the caller makes into a slice of the mapping, invisible to every process until the commit and freed by
- * the abort, by {@link #close()}, or, for a killed writer, by crash recovery; a view ({@link ShmView}) is a read
- * whose lease lasts until the release. Both segments throw {@link IllegalStateException} after {@link #close()}.
+ * whose copy the caller makes into the mapping, a view ({@link ShmView}) a read whose lease lasts until the release;
+ * their segments throw {@link IllegalStateException} after {@link #close()}. A file truncated under a running store
+ * fails {@link #healthCheck()} with {@code CORRUPT_OBJECT} naming the file and both sizes (the package comment says
+ * what the calls that touch the lost part see).
  *
- * <p>A file truncated under a running store: {@link #healthCheck()} fails with {@code CORRUPT_OBJECT} naming the
- * file and both sizes, and so does a put or get that touches the lost part when the JVM raises the fault (SIGBUS)
- * within the call; compiled code may raise it (as {@link InternalError}) only at its next safepoint poll, after the
- * call returned. The values before the cut stay readable. Test hooks: {@link #PROP_PUT_PAUSE_MS} and the two beside
- * it (ms; leave them unset in production).
- *
- * <p>This class is a facade over parts of one idea each: {@link ShmOptions}, {@link ShmFile} (laid out as
- * {@link ShmLayout} describes), {@link ShmLock}, {@link LeaseTable}, {@link EntryTable}, {@link BlockAllocator},
- * {@link ShmIndex}, {@link ShmSpace} with {@link ClockEviction} and {@link Recovery}, and {@link ShmReader} and
- * {@link ShmWriter} on top of them.
+ * <p>A facade over parts of one idea each, listed in the package comment.
  *
  * @see dev.kvconnector.store.shm
  */
@@ -128,14 +119,9 @@ public final class ShmStore implements KVStore {
         this.blocks = new BlockAllocator(map, lay);
         this.index = new ShmIndex(map, lay, entries, leases, lock, file.path(), uri);
         this.space = new ShmSpace(map, lay, entries, blocks, leases, index, file.path(), o.evictLive());
-        this.procSlot = leases.claimSlot();
-        if (procSlot < 0) {
-            throw KVException.of(ErrorCode.BUSY, file.path() + " is open in " + ShmLayout.PROC_SLOTS + " live store "
-                    + "instances already").store(uri).operation("open")
-                    .hint("close stores in other processes; each open store takes a slot").build();
-        }
+        this.procSlot = leases.claimSlotOrThrow(file.path(), uri);
         this.reader = new ShmReader(file, entries, index, leases, lock, space, procSlot, uri);
-        this.writer = new ShmWriter(file, entries, index, lock, space, reader, o);
+        this.writer = new ShmWriter(file, entries, index, leases, lock, space, reader, o);
     }
 
     /**
@@ -187,8 +173,6 @@ public final class ShmStore implements KVStore {
         gate.enter("put");
         try {
             return writer.put(KeyScratch.of(key, "put", uri), key, value, options);
-        } catch (InternalError fault) {
-            throw faulted(fault, "put", key);
         } finally {
             gate.exit();
         }
@@ -199,8 +183,6 @@ public final class ShmStore implements KVStore {
         gate.enter("get");
         try {
             return reader.getInto(KeyScratch.of(key, "get", uri), key, dst);
-        } catch (InternalError fault) {
-            throw faulted(fault, "get", key);
         } finally {
             gate.exit();
         }
@@ -234,11 +216,7 @@ public final class ShmStore implements KVStore {
         return new ShmClaim(this, gate, writer);
     }
 
-    /**
-     * Allocates the entry and blocks for {@code bytes} bytes as a put does (evicting and recovering dead processes'
-     * space as needed) and hands {@code claim} a slice of the mapping over them. The entry stays WRITING, invisible,
-     * until the commit; {@code FULL} where a put would fail with {@code STORE_FULL}.
-     */
+    /** Takes space as a put does, invisible until the commit; {@code FULL} where a put would fail with STORE_FULL. */
     @Override
     public int tryClaim(String key, long bytes, PutOptions options, StoreClaim claim) {
         gate.enter("tryClaim");
@@ -258,12 +236,7 @@ public final class ShmStore implements KVStore {
         return new ShmView(this, gate, reader);
     }
 
-    /**
-     * Looks the key up as a get does and, on a hit, hands the read's lease record to {@code view} instead of
-     * clearing it: the entry stays leased until the view's release.
-     *
-     * @throws KVException BUSY when this instance already holds {@value #MAX_VIEWS} views
-     */
+    /** A get whose lease lasts until the view's release; BUSY beyond {@value #MAX_VIEWS} views held. */
     @Override
     public long tryView(String key, StoreView view) {
         gate.enter("tryView");
@@ -301,12 +274,7 @@ public final class ShmStore implements KVStore {
         if (!gate.close()) {
             return;
         }
-        ShmClaim[] claims = writer.takeOpenClaims();
-        long[] leased = new long[ShmLayout.LEASES_PER_PROC];
-        int views = leases.clearAll(procSlot, leased);
-        if (claims.length > 0 || views > 0) {
-            writer.freeAtClose(claims, leased, views);
-        }
+        writer.freeAtClose(procSlot);
         leases.releaseSlot(procSlot);
         file.close();
     }
@@ -363,14 +331,5 @@ public final class ShmStore implements KVStore {
     /** Lease records held in the file by all processes; for tests. */
     int leasesHeld() {
         return leases.held();
-    }
-
-    /** CORRUPT_OBJECT when the file was truncated under this store; any other fault goes on as it came. */
-    private KVException faulted(InternalError fault, String op, String key) {
-        KVException truncated = file.truncated(fault, op, key);
-        if (truncated == null) {
-            throw fault;
-        }
-        return truncated;
     }
 }

@@ -27,6 +27,7 @@ final class ShmWriter {
     private final ShmLayout lay;
     private final EntryTable entries;
     private final ShmIndex index;
+    private final LeaseTable leases;
     private final ShmLock lock;
     private final ShmSpace space;
     private final ShmReader reader;
@@ -36,13 +37,14 @@ final class ShmWriter {
     /** Claims of this instance neither committed nor aborted, freed by the close; guarded by itself. */
     private final Set<ShmClaim> openClaims = Collections.newSetFromMap(new IdentityHashMap<>());
 
-    ShmWriter(ShmFile file, EntryTable entries, ShmIndex index, ShmLock lock, ShmSpace space, ShmReader reader,
-              ShmOptions options) {
+    ShmWriter(ShmFile file, EntryTable entries, ShmIndex index, LeaseTable leases, ShmLock lock, ShmSpace space,
+              ShmReader reader, ShmOptions options) {
         this.file = file;
         this.map = file.map();
         this.lay = file.layout();
         this.entries = entries;
         this.index = index;
+        this.leases = leases;
         this.lock = lock;
         this.space = space;
         this.reader = reader;
@@ -168,8 +170,7 @@ final class ShmWriter {
         forget(c);
     }
 
-    /** The open claims, which the handles no longer own: the close frees their entries. */
-    ShmClaim[] takeOpenClaims() {
+    private ShmClaim[] takeOpenClaims() {
         synchronized (openClaims) {
             ShmClaim[] claims = openClaims.toArray(new ShmClaim[0]);
             openClaims.clear();
@@ -231,11 +232,17 @@ final class ShmWriter {
     }
 
     /**
-     * Frees the entries of the claims and the retired entries that views named (the records {@code views} of
-     * {@code leased}) at the close. Without the lock (held by a stuck process) they stay allocated until this process
-     * exits and another one reaps them.
+     * At the close: frees the entries of this instance's open claims, clears the lease records of its views in slot
+     * {@code procSlot} and frees the retired entries they kept. Without the lock (held by a stuck process) those
+     * entries stay allocated until this process exits and another one reaps them.
      */
-    void freeAtClose(ShmClaim[] claims, long[] leased, int views) {
+    void freeAtClose(int procSlot) {
+        ShmClaim[] claims = takeOpenClaims();
+        long[] leased = new long[ShmLayout.LEASES_PER_PROC];
+        int views = leases.clearAll(procSlot, leased);
+        if (claims.length == 0 && views == 0) {
+            return;
+        }
         try {
             lock.lock();
         } catch (KVException e) {

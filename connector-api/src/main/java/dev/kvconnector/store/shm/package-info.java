@@ -43,6 +43,13 @@
  *       (entry WRITING) and the publication; a view is a read whose lease record stays set until the release. Both
  *       therefore inherit the put's and the read's crash recovery: a claim of a dead process is an unfinished put,
  *       a view of a dead process a lease in a dead process's slot.</li>
+ *   <li>A file truncated under a running store (by something else: no store shrinks its file) faults (SIGBUS) on
+ *       any access past the new end. {@code healthCheck()} then fails with {@code CORRUPT_OBJECT} naming the file
+ *       and both sizes, and so does a put or get whose copy touches the lost part when the JVM raises the fault
+ *       within the call; C2-compiled code may raise it (the JVM's {@link java.lang.InternalError}) only at its next
+ *       safepoint poll, after the call returned. Values before the cut stay readable. The header and the tables
+ *       lie at the start of the file, so a cut through the payload leaves them intact; a cut into them fails
+ *       every call, and in the interpreter a CAS on a lost page can even stop the JVM.</li>
  * </ul>
  *
  * <h2>Why plain FFM, not Agrona or Chronicle Bytes</h2>
