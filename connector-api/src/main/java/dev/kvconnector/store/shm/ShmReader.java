@@ -24,16 +24,15 @@ final class ShmReader {
     private final String uri;
     private final AtomicInteger viewsHeld = new AtomicInteger();
 
-    ShmReader(ShmFile file, EntryTable entries, ShmIndex index, LeaseTable leases, ShmLock lock, ShmSpace space,
-              int procSlot, String uri) {
+    ShmReader(ShmFile file, ShmParts parts, int procSlot, String uri) {
         this.file = file;
         this.map = file.map();
         this.lay = file.layout();
-        this.entries = entries;
-        this.index = index;
-        this.leases = leases;
-        this.lock = lock;
-        this.space = space;
+        this.entries = parts.entries;
+        this.index = parts.index;
+        this.leases = parts.leases;
+        this.lock = parts.lock;
+        this.space = parts.space;
         this.procSlot = procSlot;
         this.uri = uri;
     }

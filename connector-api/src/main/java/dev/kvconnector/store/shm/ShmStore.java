@@ -96,12 +96,7 @@ public final class ShmStore implements KVStore {
     private final String uri;
     private final ShmFile file;
     private final ShmLayout lay;
-    private final ShmLock lock;
-    private final LeaseTable leases;
-    private final EntryTable entries;
-    private final BlockAllocator blocks;
-    private final ShmIndex index;
-    private final ShmSpace space;
+    private final ShmParts parts;
     private final int procSlot;
     private final ShmReader reader;
     private final ShmWriter writer;
@@ -112,16 +107,10 @@ public final class ShmStore implements KVStore {
         this.file = file;
         this.lay = file.layout();
         this.gate = new CallGate(file.path(), uri);
-        MemorySegment map = file.map();
-        this.lock = new ShmLock(map, file.path(), uri, o.lockTimeoutMillis(), this::repair);
-        this.leases = new LeaseTable(map, lay);
-        this.entries = new EntryTable(map, lay);
-        this.blocks = new BlockAllocator(map, lay);
-        this.index = new ShmIndex(map, lay, entries, leases, lock, file.path(), uri);
-        this.space = new ShmSpace(map, lay, entries, blocks, leases, index, file.path(), o.evictLive());
-        this.procSlot = leases.claimSlotOrThrow(file.path(), uri);
-        this.reader = new ShmReader(file, entries, index, leases, lock, space, procSlot, uri);
-        this.writer = new ShmWriter(file, entries, index, leases, lock, space, reader, o);
+        this.parts = new ShmParts(file.map(), lay, file.path(), uri, o.lockTimeoutMillis(), o.evictLive());
+        this.procSlot = parts.leases.claimSlotOrThrow(file.path(), uri);
+        this.reader = new ShmReader(file, parts, procSlot, uri);
+        this.writer = new ShmWriter(file, parts, reader, o);
     }
 
     /**
@@ -151,11 +140,6 @@ public final class ShmStore implements KVStore {
         LOG.debug("opened {} at {}: {} bytes in {} blocks, {} entries", o.uri(), o.path(), store.lay.capacity(),
                 store.lay.blockCount(), store.lay.entryCount());
         return store;
-    }
-
-    /** Run by the lock when it takes over from a dead holder. */
-    private void repair() {
-        space.recovery().rebuild();
     }
 
     @Override
@@ -257,7 +241,7 @@ public final class ShmStore implements KVStore {
                 throw truncated;
             }
             return uri + " at " + file.path() + " answered: " + freeBytes() + " of " + lay.capacity() + " bytes free, "
-                    + liveEntries() + " of " + lay.entryCount() + " entries live, " + entries.retired()
+                    + liveEntries() + " of " + lay.entryCount() + " entries live, " + parts.entries.retired()
                     + " removed but still being read";
         } finally {
             gate.exit();
@@ -275,7 +259,7 @@ public final class ShmStore implements KVStore {
             return;
         }
         writer.freeAtClose(procSlot);
-        leases.releaseSlot(procSlot);
+        parts.leases.releaseSlot(procSlot);
         file.close();
     }
 
@@ -283,7 +267,7 @@ public final class ShmStore implements KVStore {
     public long freeBytes() {
         gate.enter("freeBytes");
         try {
-            return (lay.blockCount() - blocks.usedBlocks()) * lay.blockSize();
+            return (lay.blockCount() - parts.blocks.usedBlocks()) * lay.blockSize();
         } finally {
             gate.exit();
         }
@@ -298,7 +282,7 @@ public final class ShmStore implements KVStore {
     public long liveEntries() {
         gate.enter("liveEntries");
         try {
-            return index.live();
+            return parts.index.live();
         } finally {
             gate.exit();
         }
@@ -325,11 +309,11 @@ public final class ShmStore implements KVStore {
 
     /** The token of the process that holds the store lock, or 0; for tests. */
     long lockOwner() {
-        return lock.owner();
+        return parts.lock.owner();
     }
 
     /** Lease records held in the file by all processes; for tests. */
     int leasesHeld() {
-        return leases.held();
+        return parts.leases.held();
     }
 }

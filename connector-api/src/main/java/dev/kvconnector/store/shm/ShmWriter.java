@@ -37,16 +37,15 @@ final class ShmWriter {
     /** Claims of this instance neither committed nor aborted, freed by the close; guarded by itself. */
     private final Set<ShmClaim> openClaims = Collections.newSetFromMap(new IdentityHashMap<>());
 
-    ShmWriter(ShmFile file, EntryTable entries, ShmIndex index, LeaseTable leases, ShmLock lock, ShmSpace space,
-              ShmReader reader, ShmOptions options) {
+    ShmWriter(ShmFile file, ShmParts parts, ShmReader reader, ShmOptions options) {
         this.file = file;
         this.map = file.map();
         this.lay = file.layout();
-        this.entries = entries;
-        this.index = index;
-        this.leases = leases;
-        this.lock = lock;
-        this.space = space;
+        this.entries = parts.entries;
+        this.index = parts.index;
+        this.leases = parts.leases;
+        this.lock = parts.lock;
+        this.space = parts.space;
         this.reader = reader;
         this.uri = options.uri();
         this.evictLive = options.evictLive();

@@ -3,11 +3,10 @@ package dev.kvconnector.store.shm;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
-import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * The parts of a store wired as {@link ShmStore} wires them, over a zeroed segment of the heap's size instead of a
- * mapped file, for the parts' own tests. Close it after the test.
+ * The parts of a store ({@link ShmParts}, wired as {@link ShmStore} wires them) over a zeroed native segment of a
+ * file's size instead of a mapped file, for the parts' own tests. Close it after the test.
  */
 final class ShmPartsBench implements AutoCloseable {
     /** A token whose pid no process can have (above Linux's largest pid_max): always found dead. */
@@ -22,30 +21,21 @@ final class ShmPartsBench implements AutoCloseable {
     final ShmLock lock;
     final ShmIndex index;
     final ShmSpace space;
-    /** Times the lock ran its repair. */
-    final AtomicInteger repairs = new AtomicInteger();
     final int procSlot;
 
     /** Parts over {@code capacity} bytes in blocks of {@code blockSize} bytes, {@code entryCount} entries. */
     ShmPartsBench(long capacity, long blockSize, long entryCount, boolean evictLive) {
         lay = ShmLayout.of(capacity, blockSize, entryCount);
         map = arena.allocate(lay.fileSize(), 4096);
-        Path path = Path.of("/parts-bench");
-        entries = new EntryTable(map, lay);
-        blocks = new BlockAllocator(map, lay);
+        ShmParts parts = new ShmParts(map, lay, Path.of("/parts-bench"), "shm:/parts-bench", 200, evictLive);
+        entries = parts.entries;
+        blocks = parts.blocks;
         blocks.reset();
-        leases = new LeaseTable(map, lay);
-        lock = new ShmLock(map, path, "shm:/parts-bench", 200, () -> {
-            repairs.incrementAndGet();
-            space().recovery().rebuild();
-        });
-        index = new ShmIndex(map, lay, entries, leases, lock, path, "shm:/parts-bench");
-        space = new ShmSpace(map, lay, entries, blocks, leases, index, path, evictLive);
+        leases = parts.leases;
+        lock = parts.lock;
+        index = parts.index;
+        space = parts.space;
         procSlot = leases.claimSlot();
-    }
-
-    private ShmSpace space() {
-        return space;
     }
 
     /** Allocates and commits {@code key} with {@code len} bytes under the lock, as a put would; returns the entry. */
