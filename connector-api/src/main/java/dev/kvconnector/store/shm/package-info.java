@@ -19,7 +19,8 @@
  *   <li>{@code ShmReader} and {@code ShmWriter}: the operations built on them; {@code ShmClaim} and
  *       {@code ShmView}: the zero-copy handles; {@code CallGate}: calls in flight against the close.</li>
  * </ul>
- * Each has its own tests over a plain segment ({@code ShmPartsBench} in the tests wires them as the store does).
+ * {@code ShmParts} wires the middle row and {@code ShmSpace} to each other, for the store and for the parts' own
+ * tests, which run them over a plain segment ({@code ShmPartsBench}).
  *
  * <h2>Design in brief</h2>
  * <ul>
