@@ -211,7 +211,7 @@ public class AgronaShmComparison {
     }
 
     /**
-     * {@code ShmStore.lock()}'s first backoff, one step per failed check; the lock now waits as Agrona does, chosen
+     * {@code ShmLock.lock()}'s first backoff, one step per failed check; the lock now waits as Agrona does, chosen
      * by {@link ShmContentionBenchmark}.
      */
     private static void oursIdle(long spins) {

@@ -249,7 +249,7 @@ final class ShmContentionWriter {
         LONG.setRelease(lockMap, LOCK_WORD, 0L);
     }
 
-    /** {@code ShmStore.lock()}'s loop without its timeout and dead-owner checks (which never fire here). */
+    /** {@code ShmLock.lock()}'s loop without its timeout and dead-owner checks (which never fire here). */
     private void lock(Backoff backoff) {
         agrona.reset();
         for (long spins = 0; ; spins++) {

@@ -1,5 +1,7 @@
 package dev.kvconnector.store.shm;
 
+import dev.kvconnector.error.ErrorCode;
+import dev.kvconnector.error.KVException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
@@ -17,6 +19,26 @@ final class KeyScratch {
     long hash;
     /** Offset of the lease record this thread holds during a read, or -1. */
     long leaseOffset = -1;
+    /** The state word of the entry the last hit found, as the probe read it. */
+    long stateWord;
+
+    /**
+     * {@code key} encoded into this thread's scratch.
+     *
+     * @throws KVException INVALID_ARGUMENT for a null key or one longer than {@link ShmLayout#MAX_KEY_BYTES}
+     */
+    static KeyScratch of(String key, String op, String uri) {
+        if (key == null) {
+            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "the key is null").store(uri).operation(op).build();
+        }
+        KeyScratch k = encode(key);
+        if (k.length < 0) {
+            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "the key is longer than " + ShmLayout.MAX_KEY_BYTES
+                    + " UTF-8 bytes").store(uri).operation(op).key(key)
+                    .hint("shorten the key, or hash its tail (a key scheme can do that)").build();
+        }
+        return k;
+    }
 
     static KeyScratch encode(String key) {
         KeyScratch s = CURRENT.get();

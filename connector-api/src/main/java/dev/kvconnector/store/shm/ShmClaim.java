@@ -19,6 +19,8 @@ import java.lang.foreign.MemorySegment;
  */
 final class ShmClaim implements StoreClaim {
     private final ShmStore store;
+    private final CallGate gate;
+    private final ShmWriter writer;
     /** The key, re-encoded at the commit (the encoding scratch belongs to the thread, not the handle). */
     String key;
     /** The entry record, or -1 when the handle is empty. */
@@ -30,8 +32,10 @@ final class ShmClaim implements StoreClaim {
     boolean ifAbsent;
     private MemorySegment segment;
 
-    ShmClaim(ShmStore store) {
+    ShmClaim(ShmStore store, CallGate gate, ShmWriter writer) {
         this.store = store;
+        this.gate = gate;
+        this.writer = writer;
     }
 
     /** {@code claim} as a handle of {@code store}, checked to be empty. */
@@ -64,19 +68,39 @@ final class ShmClaim implements StoreClaim {
     /** False after the store closed: the close freed the claim. */
     @Override
     public boolean isClaimed() {
-        return segment != null && !store.isClosed();
+        return segment != null && !gate.isClosed();
     }
 
+    /** Publishes the entry as a put would and empties the handle; if the store closed meanwhile, CLOSED. */
     @Override
     public boolean commit() {
         requireClaimed("commit");
-        return store.commitClaim(this);
+        if (!gate.enterIfOpen()) {
+            String claimed = key;
+            clear();
+            throw gate.closedError("commit", claimed);
+        }
+        try {
+            return writer.commit(this);
+        } finally {
+            gate.exit();
+        }
     }
 
+    /** Frees the entry unless a repair already did, and empties the handle; after the close, only empties it. */
     @Override
     public void abort() {
-        if (segment != null) {
-            store.abortClaim(this);
+        if (segment == null) {
+            return;
+        }
+        if (!gate.enterIfOpen()) {
+            clear();
+            return;
+        }
+        try {
+            writer.abort(this);
+        } finally {
+            gate.exit();
         }
     }
 
@@ -88,8 +112,8 @@ final class ShmClaim implements StoreClaim {
     }
 
     private void requireClaimed(String op) {
-        if (store.isClosed()) {
-            throw store.closedError(op, key);
+        if (gate.isClosed()) {
+            throw gate.closedError(op, key);
         }
         if (segment == null) {
             throw HandleErrors.noClaim(store.uri(), op);

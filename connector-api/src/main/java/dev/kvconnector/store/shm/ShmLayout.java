@@ -1,19 +1,48 @@
 package dev.kvconnector.store.shm;
 
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+
 /**
- * Where everything lives in a store file, computed once from the header's sizes.
+ * The descriptor of a store file, as Agrona's {@code RingBufferDescriptor} is of a ring buffer: every offset and
+ * encoding of the on-file format, as named constants, and where the variable regions lie, computed once from the
+ * header's sizes. Nothing here touches a file; {@link ShmFile} writes and checks the header, and each part of the
+ * store reads and writes its own region.
  *
  * <p>File layout (offsets in bytes, each region 64-byte aligned, the payload area 4096-byte aligned):
  * <pre>
- *   0                header (4096 bytes): immutable sizes at 0..255, mutable shared words from 256
- *   bitmapOffset     allocation bitmap: one bit per payload block, 1 = in use; bits past the last block stay 1
- *   procOffset       process table: PROC_SLOTS slots of PROC_STRIDE bytes: an owner token, then LEASES_PER_PROC
- *                    lease records (0 = unused, CLAIMED = reserved, entry index + 1 = that entry is leased)
- *   indexOffset      hash index: slotCount longs (0 = empty, TOMBSTONE, or tag &lt;&lt; 32 | entry index + 1)
- *   entryOffset      entry table: entryCount records of ENTRY_BYTES bytes
- *   payloadOffset    payload area: capacity bytes, handed out in blocks of blockSize bytes
+ *   0               +------------------------------------------------------------------+
+ *                   | header, HEADER_BYTES (4096)                                      |
+ *                   |   0..255    immutable: MAGIC, VERSION, sizes and region offsets  |
+ *                   |   256       LOCK word (its own cache line)                       |
+ *                   |   320       INDEX_EPOCH seqlock word (its own cache line)        |
+ *                   |   384..463  counters and cursors, changed under the lock         |
+ *   bitmapOffset    +------------------------------------------------------------------+
+ *                   | allocation bitmap: 1 bit per payload block, 1 = in use;          |
+ *                   | bits past the last block stay 1                                  |
+ *   procOffset      +------------------------------------------------------------------+
+ *                   | process table: PROC_SLOTS slots of PROC_STRIDE bytes, each       |
+ *                   |   [owner token][lease 0] ... [lease LEASES_PER_PROC - 1]         |
+ *                   | a lease: 0 unused, CLAIMED reserved, entry index + 1 leased      |
+ *   indexOffset     +------------------------------------------------------------------+
+ *                   | hash index: slotCount longs, each 0 (empty), TOMBSTONE, or       |
+ *                   |   key hash tag (high 32 bits) | entry index + 1 (low 32 bits)     |
+ *   entryOffset     +------------------------------------------------------------------+
+ *                   | entry table: entryCount records of ENTRY_BYTES (352) bytes:      |
+ *                   |   0 state word: generation &lt;&lt; 8 | FREE, WRITING, COMMITTED, RETIRED |
+ *                   |   8 writer's token, 16 start ms, 24 payload offset, 32 blocks,    |
+ *                   |   40 value length, 48 expiry ms, 56 commit sequence, 64 key hash, |
+ *                   |   72 next free (int), 76 key length (int), 80 referenced (int),  |
+ *                   |   96 key, MAX_KEY_BYTES UTF-8 bytes (256 reserved)               |
+ *   payloadOffset   +------------------------------------------------------------------+
+ *                   | payload area: capacity bytes in blocks of blockSize bytes        |
+ *   fileSize        +------------------------------------------------------------------+
  * </pre>
  * Every number read back from a file is checked against this layout before it is used as an offset.
+ *
+ * <p>{@link #VERSION} names this layout. It rises only when an offset, a size or an encoding above changes, and a
+ * file of another version is refused at open, naming the file and both versions.
  */
 record ShmLayout(long capacity, long blockSize, long blockCount, long entryCount, long slotCount, long bitmapOffset,
                  long procOffset, long indexOffset, long entryOffset, long payloadOffset, long fileSize) {
@@ -57,6 +86,17 @@ record ShmLayout(long capacity, long blockSize, long blockCount, long entryCount
     static final long H_USED_SLOTS = 448;
     static final long H_TOMBSTONES = 456;
 
+    // Entry states: the low byte of an entry's state word.
+    static final int FREE = 0;
+    static final int WRITING = 1;
+    static final int COMMITTED = 2;
+    static final int RETIRED = 3;
+
+    /** An index slot whose entry was removed: probes go on past it. */
+    static final long TOMBSTONE = -1L;
+    /** A lease record taken by a reader that has not yet named an entry in it. */
+    static final long CLAIMED = -2L;
+
     static final int PROC_SLOTS = 64;
     static final int LEASES_PER_PROC = 63;
     static final long PROC_STRIDE = 8L * (1 + LEASES_PER_PROC);
@@ -86,6 +126,8 @@ record ShmLayout(long capacity, long blockSize, long blockCount, long entryCount
     static final long MAX_ENTRIES = 1L << 24;
     static final long MAX_CAPACITY = 1L << 46;
 
+    private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
+
     /**
      * Computes the layout for the given sizes; null when they are out of range (callers name the range).
      *
@@ -109,6 +151,16 @@ record ShmLayout(long capacity, long blockSize, long blockCount, long entryCount
         long payloadOffset = align(entryOffset + entryCount * ENTRY_BYTES, 4096);
         return new ShmLayout(blockCount * blockSize, blockSize, blockCount, entryCount, slotCount, bitmapOffset,
                 procOffset, indexOffset, entryOffset, payloadOffset, payloadOffset + blockCount * blockSize);
+    }
+
+    /** A shared header word, read under the store lock. */
+    static long word(MemorySegment map, long offset) {
+        return (long) LONG.get(map, offset);
+    }
+
+    /** Writes a shared header word under the store lock; the lock's release publishes it. */
+    static void setWord(MemorySegment map, long offset, long value) {
+        LONG.setRelease(map, offset, value);
     }
 
     private static long align(long v, long to) {

@@ -14,12 +14,16 @@ import java.lang.foreign.MemorySegment;
  */
 final class ShmView implements StoreView {
     private final ShmStore store;
+    private final CallGate gate;
+    private final ShmReader reader;
     /** Offset of the lease record in the file, or -1 when the handle is empty. */
     private long leaseOffset = -1;
     private MemorySegment segment;
 
-    ShmView(ShmStore store) {
+    ShmView(ShmStore store, CallGate gate, ShmReader reader) {
         this.store = store;
+        this.gate = gate;
+        this.reader = reader;
     }
 
     /** {@code view} as a handle of {@code store}, checked to be empty. */
@@ -44,8 +48,8 @@ final class ShmView implements StoreView {
         if (segment == null) {
             throw HandleErrors.noView(store.uri());
         }
-        if (store.isClosed()) {
-            throw store.closedError("segment", null);
+        if (gate.isClosed()) {
+            throw gate.closedError("segment", null);
         }
         return segment;
     }
@@ -63,7 +67,14 @@ final class ShmView implements StoreView {
         long offset = leaseOffset;
         leaseOffset = -1;
         segment = null;
-        store.releaseView(offset);
+        // After the close the lease is gone with the instance's slot: only the handle is emptied.
+        if (gate.enterIfOpen()) {
+            try {
+                reader.releaseView(offset);
+            } finally {
+                gate.exit();
+            }
+        }
     }
 
     @Override

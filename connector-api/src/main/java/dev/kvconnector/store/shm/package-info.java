@@ -3,6 +3,25 @@
  * one host. {@link dev.kvconnector.store.shm.ShmStore} describes the URI, the guarantees and the recovery of
  * crashed processes; {@code ShmLayout} the file format.
  *
+ * <h2>Parts</h2>
+ * {@code ShmStore} is a facade; each concern is a class of its own, as Agrona keeps its CnC file
+ * ({@code MarkFile}), counters ({@code CountersManager}) and ring buffer layout ({@code RingBufferDescriptor})
+ * apart:
+ * <ul>
+ *   <li>{@code ShmLayout}: the descriptor: every offset and encoding of the file, and a drawing of it;</li>
+ *   <li>{@code ShmOptions}: the URI, checked once; {@code ShmFile}: creating, mapping, checking and unmapping the
+ *       file;</li>
+ *   <li>{@code ShmLock}: the cross-process lock and its back-off; {@code LeaseTable}: process slots and lease
+ *       records; {@code EntryTable}: entry records and their free list; {@code BlockAllocator}: the bitmap;
+ *       {@code ShmIndex}: the hash index and its seqlock;</li>
+ *   <li>{@code ShmSpace}: an entry's allocation and freeing, with {@code ClockEviction} and {@code Recovery}
+ *       (reaping the dead, rebuilding after a holder of the lock died);</li>
+ *   <li>{@code ShmReader} and {@code ShmWriter}: the operations built on them; {@code ShmClaim} and
+ *       {@code ShmView}: the zero-copy handles; {@code CallGate}: calls in flight against the close.</li>
+ * </ul>
+ * {@code ShmParts} wires the middle row and {@code ShmSpace} to each other, for the store and for the parts' own
+ * tests, which run them over a plain segment ({@code ShmPartsBench}).
+ *
  * <h2>Design in brief</h2>
  * <ul>
  *   <li>The file is mapped once per open store with {@code FileChannel.map(..., Arena.ofShared())}; closing the
@@ -25,6 +44,13 @@
  *       (entry WRITING) and the publication; a view is a read whose lease record stays set until the release. Both
  *       therefore inherit the put's and the read's crash recovery: a claim of a dead process is an unfinished put,
  *       a view of a dead process a lease in a dead process's slot.</li>
+ *   <li>A file truncated under a running store (by something else: no store shrinks its file) faults (SIGBUS) on
+ *       any access past the new end. {@code healthCheck()} then fails with {@code CORRUPT_OBJECT} naming the file
+ *       and both sizes, and so does a put or get whose copy touches the lost part when the JVM raises the fault
+ *       within the call; C2-compiled code may raise it (the JVM's {@link java.lang.InternalError}) only at its next
+ *       safepoint poll, after the call returned. Values before the cut stay readable. The header and the tables
+ *       lie at the start of the file, so a cut through the payload leaves them intact; a cut into them fails
+ *       every call, and in the interpreter a CAS on a lost page can even stop the JVM.</li>
  * </ul>
  *
  * <h2>Why plain FFM, not Agrona or Chronicle Bytes</h2>
@@ -64,7 +90,7 @@
  *       in one store, 2 vCPUs, five or six interleaved runs of each) Agrona's parameters gave 1.5x the throughput
  *       of the first back-off with 2 writers and 1.8x with 4, and a quarter of its p99 with 2 (1.4 against
  *       6.0 us), at the cost of a longer rare wait (p99.9 with 4 writers 156 to 567 us against 45 to 227 us). The
- *       lock now uses them, written out in {@code ShmStore.lock()}, which needs no library; the figures are
+ *       lock now uses them, written out in {@code ShmLock.lock()}, which needs no library; the figures are
  *       there.</li>
  * </ul>
  *

@@ -80,10 +80,15 @@ final class ChildJvm implements AutoCloseable {
         return process.exitValue();
     }
 
-    /** SIGKILL, and wait until the process is gone (reaped, so its pid no longer answers). */
+    /**
+     * SIGKILL, and wait until the process is gone (reaped, so its pid no longer answers); fails if it is not gone
+     * after 30 s, since every test that kills a child next relies on the store finding it dead.
+     */
     void kill() throws InterruptedException {
         process.destroyForcibly();
-        process.waitFor(10, TimeUnit.SECONDS);
+        if (!process.waitFor(30, TimeUnit.SECONDS)) {
+            throw new AssertionError("child " + pid() + " still runs 30 s after SIGKILL; output:\n" + output());
+        }
     }
 
     String output() {

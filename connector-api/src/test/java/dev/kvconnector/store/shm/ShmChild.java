@@ -20,7 +20,8 @@ import java.util.SplittableRandom;
  *   write URI MILLIS KEYS SEED     puts pattern values of 16 B to 64 KiB under key-0..key-(KEYS-1)
  *   read URI MILLIS KEYS           reads them and verifies every byte
  *   put URI KEY BYTES SEED         one put (with the test-hook properties set, a slow one)
- *   get URI KEY BYTES              one get into a BYTES buffer (with the get hook set, a slow one)
+ *   get URI KEY BYTES              one get into a BYTES buffer (with the get hook set, a slow one, which prints
+ *                                  PAUSED once it sleeps in the hook, holding the lease it has checked)
  *   claim URI KEY BYTES SEED HOW   claims BYTES, writes a pattern value into the claim, then commits it
  *                                  (HOW=commit) or prints CLAIMED and waits to be killed (HOW=hang)
  *   view URI KEY HOW               views the key and verifies every byte in place, then releases the view
@@ -53,6 +54,7 @@ public final class ShmChild {
                 case "get" -> {
                     MemorySegment dst = arena.allocate(Long.parseLong(args[3]), 8);
                     System.out.println("GETTING");
+                    announceWhenPausedIn(Thread.currentThread(), "getInto", "PAUSED");
                     long r = store.getInto(args[2], dst);
                     String bad = GetResult.isHit(r) ? ValuePattern.verify(dst, r) : null;
                     System.out.println("GOT " + GetResult.describe(r) + (bad == null ? "" : " TORN " + bad));
@@ -174,6 +176,49 @@ public final class ShmChild {
             System.out.flush();
             System.exit(3);
         }
+    }
+
+    /**
+     * Prints {@code line} once {@code thread} sleeps inside a store method named {@code method}. The test hooks sleep
+     * only past the point where the store has checked what it took (a read's lease against the index), so a parent
+     * that waits for the line knows the child holds it, where a poll of the file can catch the lease in the instant
+     * between taking and checking it, when the parent's own remove still makes the child drop it and miss.
+     */
+    private static void announceWhenPausedIn(Thread thread, String method, String line) {
+        Thread watcher = new Thread(() -> {
+            while (!sleepsIn(thread, method)) {
+                try {
+                    Thread.sleep(1);
+                } catch (InterruptedException e) {
+                    return;
+                }
+            }
+            System.out.println(line);
+            System.out.flush();
+        }, "pause-watcher");
+        watcher.setDaemon(true);
+        watcher.start();
+    }
+
+    /** Whether the innermost store frame of {@code thread} is the test hooks' {@code pause}, called from {@code method}. */
+    private static boolean sleepsIn(Thread thread, String method) {
+        if (thread.getState() != Thread.State.TIMED_WAITING) {
+            return false;
+        }
+        boolean inPause = false;
+        for (StackTraceElement f : thread.getStackTrace()) {
+            if (!f.getClassName().startsWith(ShmChild.class.getPackageName())) {
+                continue;
+            }
+            if (!inPause && !f.getMethodName().equals("pause")) {
+                return false;
+            }
+            inPause = true;
+            if (f.getMethodName().equals(method)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private static void sleepUntilKilled() {

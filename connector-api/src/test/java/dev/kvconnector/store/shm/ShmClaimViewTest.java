@@ -12,18 +12,11 @@ import dev.kvconnector.store.ClaimResult;
 import dev.kvconnector.store.GetResult;
 import dev.kvconnector.store.PutOptions;
 import dev.kvconnector.store.StoreClaim;
-import dev.kvconnector.store.StoreUri;
 import dev.kvconnector.store.StoreView;
-import java.io.IOException;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.function.BooleanSupplier;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -126,7 +119,11 @@ class ShmClaimViewTest {
         assertFalse(other.exists("k"), "a claim never committed became visible");
         assertFalse(claim.isClaimed());
         assertThrows(IllegalStateException.class, () -> seg.fill((byte) 0), "a claim segment outlived the mapping");
-        assertEquals(ErrorCode.CLOSED, assertThrows(KVException.class, claim::commit).code());
+        KVException closed = assertThrows(KVException.class, claim::commit);
+        assertEquals(ErrorCode.CLOSED, closed.code());
+        assertTrue(closed.getMessage().contains(writer.path().toString()) && closed.getMessage().contains("closed"),
+                closed.getMessage());
+        assertEquals(ErrorCode.CLOSED, assertThrows(KVException.class, claim::segment).code());
         claim.abort();
     }
 
@@ -189,7 +186,9 @@ class ShmClaimViewTest {
         viewer.close();
         assertEquals(initial, other.freeBytes(), "the close dropped the view's lease and freed the value");
         assertEquals(0, other.leasesHeld());
-        assertEquals(ErrorCode.CLOSED, assertThrows(KVException.class, view::segment).code());
+        KVException closed = assertThrows(KVException.class, view::segment);
+        assertEquals(ErrorCode.CLOSED, closed.code());
+        assertTrue(closed.getMessage().contains(viewer.path().toString()), closed.getMessage());
         assertThrows(IllegalStateException.class, () -> seg.get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0));
         view.release();
         assertFalse(view.isHeld());

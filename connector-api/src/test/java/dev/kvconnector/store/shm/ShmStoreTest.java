@@ -420,6 +420,51 @@ class ShmStoreTest {
         pokeInt(p, ShmLayout.H_VERSION, 99);
         KVException e = assertKv(ErrorCode.CORRUPT_OBJECT, () -> open("a", ""));
         assertTrue(e.getMessage().contains("version 99"), e.getMessage());
+        assertTrue(e.getMessage().contains(p.toString()) && e.getMessage().contains("reads version "
+                + ShmLayout.VERSION), e.getMessage());
+        pokeInt(p, ShmLayout.H_VERSION, ShmLayout.VERSION);
+        pokeInt(p, ShmLayout.H_PROC_SLOTS, 32);
+        KVException layout = assertKv(ErrorCode.CORRUPT_OBJECT, () -> open("a", ""));
+        assertTrue(layout.getMessage().contains(p.toString()) && layout.getMessage().contains("32 process slots"),
+                layout.getMessage());
+    }
+
+    @Test
+    void aFileTruncatedUnderARunningStoreIsCorruptNamingTheFileAndKeepsTheValuesBeforeTheCut() throws IOException {
+        ShmStore s = open("a", "capacity=1MiB&entries=1024");
+        s.put("low", pattern(4096, 1), PutOptions.DEFAULT);
+        s.put("high", pattern(512 << 10, 2), PutOptions.DEFAULT);
+        assertTrue(s.healthCheck().contains("answered"));
+        long cut = ShmLayout.of(1 << 20, 4096, 1024).payloadOffset() + (64 << 10);
+        try (FileChannel ch = FileChannel.open(s.path(), StandardOpenOption.WRITE)) {
+            ch.truncate(cut);
+        }
+        String truncated = s.path() + " was truncated to " + cut + " bytes under the running store";
+        KVException health = assertKv(ErrorCode.CORRUPT_OBJECT, s::healthCheck);
+        assertTrue(health.getMessage().contains(truncated) && health.hint().contains("delete " + s.path()),
+                health.getMessage());
+        MemorySegment dst = arena.allocate(512 << 10, 8);
+        assertTruncationFault(assertThrows(Throwable.class, () -> s.getInto("high", dst)), truncated);
+        assertTruncationFault(assertThrows(Throwable.class, () -> s.put("new", pattern(100 << 10, 3),
+                PutOptions.DEFAULT)), truncated);
+        assertEquals(4096, s.getInto("low", dst), "a value before the cut is still there");
+        assertNull(ValuePattern.verify(dst, 4096));
+        assertEquals(1, ValuePattern.seed(dst));
+        assertTrue(s.remove("high"));
+        assertEquals(0, s.leasesHeld());
+    }
+
+    /**
+     * The store's CORRUPT_OBJECT naming the truncation when the JVM raised the fault within the call, else the JVM's
+     * own fault (compiled code may raise it only at a safepoint poll past the store's frames).
+     */
+    private static void assertTruncationFault(Throwable t, String truncated) {
+        if (t instanceof KVException e) {
+            assertEquals(ErrorCode.CORRUPT_OBJECT, e.code(), e.getMessage());
+            assertTrue(e.getMessage().contains(truncated), e.getMessage());
+        } else {
+            assertTrue(t instanceof InternalError && t.getMessage().contains("unsafe memory access"), t.toString());
+        }
     }
 
     @Test

@@ -1,0 +1,84 @@
+package dev.kvconnector.store.shm;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.kvconnector.error.ErrorCode;
+import dev.kvconnector.error.KVException;
+import java.io.IOException;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermission;
+import java.util.Set;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+class ShmFileTest {
+    private static final ShmLayout LAYOUT = ShmLayout.of(1 << 20, 4096, 1024);
+    private Path dir;
+
+    @BeforeEach
+    void makeDir() throws IOException {
+        dir = ShmTestFiles.newDir();
+    }
+
+    @AfterEach
+    void cleanUp() throws IOException {
+        ShmTestFiles.delete(dir);
+    }
+
+    @Test
+    void aNewFileIsPrivateSizedAndInitializedAndReopensWithTheSameLayout() throws IOException {
+        Path p = dir.resolve("f");
+        try (ShmFile f = ShmFile.open(p, LAYOUT, "shm:/f")) {
+            assertEquals(LAYOUT, f.layout());
+            assertEquals(LAYOUT.fileSize(), f.map().byteSize());
+            assertEquals(ShmLayout.MAGIC, f.map().get(ValueLayout.JAVA_LONG, ShmLayout.H_MAGIC));
+            assertEquals(0, new BlockAllocator(f.map(), f.layout()).usedBlocks());
+            assertTrue(f.readOnly().isReadOnly());
+            f.map().set(ValueLayout.JAVA_LONG, LAYOUT.payloadOffset(), 42);
+        }
+        assertEquals(Set.of(PosixFilePermission.OWNER_READ, PosixFilePermission.OWNER_WRITE),
+                Files.getPosixFilePermissions(p));
+        try (ShmFile again = ShmFile.open(p, ShmLayout.of(1 << 21, 4096, 2048), "shm:/f")) {
+            assertEquals(LAYOUT, again.layout(), "an existing file keeps its own sizes");
+            assertEquals(42, again.map().get(ValueLayout.JAVA_LONG, LAYOUT.payloadOffset()));
+        }
+        try (var names = Files.list(dir)) {
+            assertEquals(1, names.count(), "no temporary file is left beside it");
+        }
+    }
+
+    @Test
+    void aFileOfAnotherVersionIsRefusedNamingTheFileAndBothVersions() {
+        Path p = dir.resolve("f");
+        try (ShmFile f = ShmFile.open(p, LAYOUT, "shm:/f")) {
+            f.map().set(ValueLayout.JAVA_INT, ShmLayout.H_VERSION, ShmLayout.VERSION + 1);
+        }
+        KVException e = assertThrows(KVException.class, () -> ShmFile.open(p, LAYOUT, "shm:/f"));
+        assertEquals(ErrorCode.CORRUPT_OBJECT, e.code());
+        assertTrue(e.getMessage().contains(p + " has format version " + (ShmLayout.VERSION + 1))
+                && e.getMessage().contains("this build reads version " + ShmLayout.VERSION), e.getMessage());
+    }
+
+    @Test
+    void aFaultIsATruncationOnlyWhenTheFileIsShorterThanItsLayout() throws IOException {
+        Path p = dir.resolve("f");
+        try (ShmFile f = ShmFile.open(p, LAYOUT, "shm:/f")) {
+            InternalError fault = new InternalError("a fault occurred in an unsafe memory access operation");
+            assertNull(f.truncated(fault, "get", "k"), "full size: the fault is something else");
+            try (var ch = java.nio.channels.FileChannel.open(p, java.nio.file.StandardOpenOption.WRITE)) {
+                ch.truncate(8192);
+            }
+            KVException e = f.truncated(fault, "get", "k");
+            assertEquals(ErrorCode.CORRUPT_OBJECT, e.code());
+            assertTrue(e.getMessage().contains(p + " was truncated to 8192 bytes under the running store, which maps "
+                    + LAYOUT.fileSize() + " bytes"), e.getMessage());
+            assertEquals(fault, e.getCause());
+        }
+    }
+}

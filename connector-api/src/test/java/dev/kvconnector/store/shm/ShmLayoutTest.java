@@ -1,0 +1,71 @@
+package dev.kvconnector.store.shm;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import org.junit.jupiter.api.Test;
+
+class ShmLayoutTest {
+    @Test
+    void regionsFollowEachOtherAlignedAndWithoutOverlap() {
+        ShmLayout l = ShmLayout.of(1 << 20, 4096, 1024);
+        assertEquals(256, l.blockCount());
+        assertEquals(2048, l.slotCount(), "at least twice the entries, a power of two");
+        assertEquals(ShmLayout.HEADER_BYTES, l.bitmapOffset());
+        assertTrue(l.procOffset() >= l.bitmapOffset() + l.blockCount() / 8);
+        assertEquals(l.procOffset() + ShmLayout.PROC_SLOTS * ShmLayout.PROC_STRIDE, l.indexOffset());
+        assertTrue(l.entryOffset() >= l.indexOffset() + l.slotCount() * 8);
+        assertTrue(l.payloadOffset() >= l.entryOffset() + l.entryCount() * ShmLayout.ENTRY_BYTES);
+        assertEquals(0, l.payloadOffset() % 4096, "the payload starts on a page");
+        assertEquals(0, l.entryOffset() % 64);
+        assertEquals(l.payloadOffset() + l.capacity(), l.fileSize());
+        assertEquals(l.lease(0, ShmLayout.LEASES_PER_PROC - 1) + 8, l.proc(1), "a slot's leases end at the next slot");
+        assertTrue(ShmLayout.E_KEY + ShmLayout.MAX_KEY_BYTES <= ShmLayout.ENTRY_BYTES);
+    }
+
+    @Test
+    void capacityIsRoundedDownToWholeBlocks() {
+        ShmLayout l = ShmLayout.of(10_000, 4096, 16);
+        assertEquals(8192, l.capacity());
+        assertEquals(2, l.blockCount());
+    }
+
+    @Test
+    void sizesOutOfRangeGiveNoLayout() {
+        assertNull(ShmLayout.of(1 << 20, 3000, 1024), "block not a power of two");
+        assertNull(ShmLayout.of(1 << 20, 32, 1024), "block below 64 B");
+        assertNull(ShmLayout.of(100, 4096, 1024), "capacity below one block");
+        assertNull(ShmLayout.of(1 << 20, 4096, 15), "entries below 16");
+        assertNull(ShmLayout.of(1 << 20, 4096, (1L << 24) + 1), "entries above 2^24");
+        assertNull(ShmLayout.of((1L << 46) + 4096, 4096, 1024), "capacity above 2^46");
+    }
+
+    /**
+     * The format of version 1, pinned: a change to any of these numbers changes the file format, and must come with
+     * a new {@link ShmLayout#VERSION} (so that a file of the old layout is refused, not misread).
+     */
+    @Test
+    void version1LayoutIsPinned() {
+        assertEquals(1, ShmLayout.VERSION);
+        assertEquals(0x3130_4D48_5343_564BL, ShmLayout.MAGIC);
+        ShmLayout l = ShmLayout.of(1 << 20, 4096, 1024);
+        assertEquals(4096, l.bitmapOffset());
+        assertEquals(4160, l.procOffset());
+        assertEquals(36928, l.indexOffset());
+        assertEquals(53312, l.entryOffset());
+        assertEquals(417792, l.payloadOffset());
+        assertEquals(1466368, l.fileSize());
+        assertEquals(352, ShmLayout.ENTRY_BYTES);
+        assertEquals(512, ShmLayout.PROC_STRIDE);
+        long[] header = {ShmLayout.H_LOCK, ShmLayout.H_INDEX_EPOCH, ShmLayout.H_CLOCK_HAND, ShmLayout.H_TOMBSTONES,
+                ShmLayout.H_PAYLOAD_OFFSET, ShmLayout.E_REFERENCED, ShmLayout.E_KEY};
+        long[] pinned = {256, 320, 384, 456, 128, 80, 96};
+        for (int i = 0; i < header.length; i++) {
+            assertEquals(pinned[i], header[i], "offset " + i);
+        }
+        assertEquals(-1L, ShmLayout.TOMBSTONE);
+        assertEquals(-2L, ShmLayout.CLAIMED);
+        assertEquals(2, ShmLayout.COMMITTED);
+    }
+}
