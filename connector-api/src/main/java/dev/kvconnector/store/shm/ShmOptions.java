@@ -11,8 +11,8 @@ import java.util.Set;
 import java.util.regex.Pattern;
 
 /**
- * A {@code shm:} URI, validated once: the file, the sizes a new file gets, and this instance's own settings (see
- * {@link ShmStore} for each option).
+ * A {@code shm:} URI, validated once: the file, the sizes a new file gets, and this instance's own settings (the
+ * package comment describes each option).
  *
  * @param uri the URI, masked, for messages
  * @param path the store file

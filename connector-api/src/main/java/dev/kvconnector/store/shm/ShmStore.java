@@ -18,34 +18,14 @@ import org.slf4j.LoggerFactory;
  * The {@code shm:} store: byte objects in a memory-mapped file that any number of processes on one host open at
  * once, exchanging values at memory speed with no server.
  *
- * <p>URI: {@code shm:/NAME?capacity=4GiB&dir=/dev/shm&entries=65536&block=4KiB&ttl=0}
- * <ul>
- *   <li>{@code NAME}: the file name, {@code [A-Za-z0-9._-]}, 1 to 200 characters.</li>
- *   <li>{@code capacity}: payload bytes (default 1 GiB), a hard bound; the file is that plus the tables. On
- *       tmpfs the file is sparse: pages are taken as values are written.</li>
- *   <li>{@code dir}: the directory (default {@code /dev/shm}).</li>
- *   <li>{@code entries}: most objects held at once (default capacity / 64 KiB, within 1024 and 2^24).</li>
- *   <li>{@code block}: allocation unit in bytes (default 4 KiB; a power of two from 64 B to 16 MiB). Each value
- *       takes whole blocks.</li>
- *   <li>{@code ttl}: time to live of puts that carry none (default 0, forever).</li>
- *   <li>{@code eviction}: {@code lru} (default; approximated by CLOCK) evicts committed entries to make room;
- *       {@code refuse} fails such puts with {@code STORE_FULL} instead. A setting of this process's puts, not of
- *       the file.</li>
- *   <li>{@code lock-timeout}: how long a call waits for the store lock held by a live process before it fails
- *       with {@code TIMEOUT} (default 30 s); a dead holder is taken over within milliseconds.</li>
- * </ul>
- * The first opener creates the file (mode 0600, published atomically, so no one sees it half-written); later
- * openers adopt its sizes, and fail when their URI names different ones.
+ * <p>URI: {@code shm:/NAME?capacity=4GiB&dir=/dev/shm&entries=65536&block=4KiB&ttl=0}; the package comment lists
+ * each option, its default, which opener's sizes hold, and what a call allocates.
  *
  * <p>Keys are up to {@value #MAX_KEY_BYTES} UTF-8 bytes. When the store is full, a put evicts committed, unleased
  * entries in CLOCK order: recently read entries get a second chance, expired ones do not.
  * {@link dev.kvconnector.store.Pin} is ignored. Values being read are never evicted, freed or overwritten
  * underneath their readers. Expiry uses the wall clock ({@code System.currentTimeMillis()}), the one clock all
  * processes share.
- *
- * <p>Puts, gets and sizes allocate nothing on the heap once warm: keys are encoded into a per-thread scratch
- * segment, values are copied once between the caller's segment and the mapping. A claim or a view allocates one
- * segment object, its slice of the mapping.
  *
  * <p>Limits: 64 store instances open on one file at once (across all processes), and 63 reads in flight per
  * instance (further readers spin until one finishes), of which at most {@value #MAX_VIEWS} held views.
@@ -62,9 +42,7 @@ import org.slf4j.LoggerFactory;
  * fails {@link #healthCheck()} with {@code CORRUPT_OBJECT} naming the file and both sizes (the package comment says
  * what the calls that touch the lost part see).
  *
- * <p>A facade over parts of one idea each, listed in the package comment.
- *
- * @see dev.kvconnector.store.shm
+ * @see dev.kvconnector.store.shm the parts, of one idea each, behind this facade
  */
 public final class ShmStore implements KVStore {
     /** Test hook: ms to pause in the middle of each put's copy. */

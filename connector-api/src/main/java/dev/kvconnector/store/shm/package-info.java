@@ -1,7 +1,32 @@
 /**
  * The {@code shm:} store: byte objects in one memory-mapped file per store, shared by every process of one user on
- * one host. {@link dev.kvconnector.store.shm.ShmStore} describes the URI, the guarantees and the recovery of
+ * one host. {@link dev.kvconnector.store.shm.ShmStore} describes the guarantees and the recovery of
  * crashed processes; {@code ShmLayout} the file format.
+ *
+ * <h2>URI</h2>
+ * {@code shm:/NAME?capacity=4GiB&dir=/dev/shm&entries=65536&block=4KiB&ttl=0}
+ * <ul>
+ *   <li>{@code NAME}: the file name, {@code [A-Za-z0-9._-]}, 1 to 200 characters.</li>
+ *   <li>{@code capacity}: payload bytes (default 1 GiB), a hard bound; the file is that plus the tables. On
+ *       tmpfs the file is sparse: pages are taken as values are written.</li>
+ *   <li>{@code dir}: the directory (default {@code /dev/shm}).</li>
+ *   <li>{@code entries}: most objects held at once (default capacity / 64 KiB, within 1024 and 2^24).</li>
+ *   <li>{@code block}: allocation unit in bytes (default 4 KiB; a power of two from 64 B to 16 MiB). Each value
+ *       takes whole blocks.</li>
+ *   <li>{@code ttl}: time to live of puts that carry none (default 0, forever).</li>
+ *   <li>{@code eviction}: {@code lru} (default; approximated by CLOCK) evicts committed entries to make room;
+ *       {@code refuse} fails such puts with {@code STORE_FULL} instead. A setting of this process's puts, not of
+ *       the file.</li>
+ *   <li>{@code lock-timeout}: how long a call waits for the store lock held by a live process before it fails
+ *       with {@code TIMEOUT} (default 30 s); a dead holder is taken over within milliseconds.</li>
+ * </ul>
+ * The first opener creates the file (mode 0600, published atomically, so no one sees it half-written); later
+ * openers adopt its sizes, and fail when their URI names different ones.
+ *
+ * <h2>Allocation</h2>
+ * Puts, gets and sizes allocate nothing on the heap once warm: keys are encoded into a per-thread scratch
+ * segment, values are copied once between the caller's segment and the mapping. A claim or a view allocates one
+ * segment object, its slice of the mapping.
  *
  * <h2>Parts</h2>
  * {@code ShmStore} is a facade; each concern is a class of its own, as Agrona keeps its CnC file
