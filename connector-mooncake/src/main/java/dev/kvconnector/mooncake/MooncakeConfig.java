@@ -46,13 +46,14 @@ import java.util.Set;
  * @param probeTimeoutMillis the deadline of the TCP connect that probes the master (and an {@code http://} metadata
  *     server) before setup, in ms; 0 skips the probe
  * @param setupTimeoutMillis the deadline of the native {@code setup} call, in ms
+ * @param claimView whether the store declares {@code CLAIM} and {@code VIEW} over its staging slots
  */
 public record MooncakeConfig(String masterServerAddress, String metadataServer, String localHostname,
                              String protocol, String deviceName, long globalSegmentBytes, long localBufferBytes,
                              int replicas, String library, long stagingBytes, int stagingSlots,
                              LeasePolicy leasePolicy, long leaseWaitMillis, int fullRetries, long fullBackoffMillis,
                              boolean gpuDirect, Path configFile, long probeTimeoutMillis,
-                             long setupTimeoutMillis) {
+                             long setupTimeoutMillis, boolean claimView) {
 
     /** The environment variable naming {@code mooncake.json}. */
     public static final String ENV_CONFIG_PATH = "MOONCAKE_CONFIG_PATH";
@@ -129,11 +130,20 @@ public record MooncakeConfig(String masterServerAddress, String metadataServer, 
      */
     public static final long DEFAULT_SETUP_TIMEOUT_MILLIS = 30_000;
 
+    /**
+     * URI option: {@code true} or {@code false}. With {@code true} the store declares {@code CLAIM} and {@code VIEW}:
+     * a claim lends a registered staging slot to write in place and {@code put_from}s it on commit, a view
+     * {@code get_into}s a slot and lends it out (see {@link MooncakeStore}).
+     */
+    public static final String PROP_CLAIM_VIEW = "claim-view";
+    /** Default: off; against the test double it measured no faster than the staged path (benchmarks REPORT.md). */
+    public static final boolean DEFAULT_CLAIM_VIEW = false;
+
     /** Every URI option. */
     public static final Set<String> KNOWN_OPTIONS = Set.of(PROP_METADATA, PROP_PROTOCOL, PROP_DEVICE,
             PROP_LOCAL_HOSTNAME, PROP_SEGMENT, PROP_BUFFER, PROP_REPLICAS, PROP_LIBRARY, PROP_STAGING,
             PROP_STAGING_SLOTS, PROP_LEASE_POLICY, PROP_LEASE_WAIT, PROP_FULL_RETRIES, PROP_FULL_BACKOFF,
-            PROP_GPU_DIRECT, PROP_PROBE_TIMEOUT, PROP_SETUP_TIMEOUT);
+            PROP_GPU_DIRECT, PROP_PROBE_TIMEOUT, PROP_SETUP_TIMEOUT, PROP_CLAIM_VIEW);
 
     private static final int DEFAULT_MASTER_PORT = 50051;
     private static final long MIN_SLOT_BYTES = 4096;
@@ -203,7 +213,8 @@ public record MooncakeConfig(String masterServerAddress, String metadataServer, 
                 uri.durationMillisParam(PROP_FULL_BACKOFF, DEFAULT_FULL_BACKOFF_MILLIS),
                 uri.boolParam(PROP_GPU_DIRECT, proto.equals("rdma")), filePath,
                 uri.durationMillisParam(PROP_PROBE_TIMEOUT, DEFAULT_PROBE_TIMEOUT_MILLIS),
-                uri.durationMillisParam(PROP_SETUP_TIMEOUT, DEFAULT_SETUP_TIMEOUT_MILLIS));
+                uri.durationMillisParam(PROP_SETUP_TIMEOUT, DEFAULT_SETUP_TIMEOUT_MILLIS),
+                uri.boolParam(PROP_CLAIM_VIEW, DEFAULT_CLAIM_VIEW));
         c.validate(masked);
         return c;
     }

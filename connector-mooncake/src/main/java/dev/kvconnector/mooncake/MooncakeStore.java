@@ -2,13 +2,16 @@ package dev.kvconnector.mooncake;
 
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
+import dev.kvconnector.store.ClaimResult;
 import dev.kvconnector.store.GetResult;
 import dev.kvconnector.store.KVStore;
 import dev.kvconnector.store.Pin;
 import dev.kvconnector.store.PutOptions;
 import dev.kvconnector.store.RegisteredMemory;
 import dev.kvconnector.store.StoreCapability;
+import dev.kvconnector.store.StoreClaim;
 import dev.kvconnector.store.StoreUri;
+import dev.kvconnector.store.StoreView;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -37,6 +40,13 @@ import org.slf4j.LoggerFactory;
  * larger than a slot still works, more slowly: a put goes through the client's own local buffer ({@code put},
  * {@code buffer=} bytes at most) and a get registers the destination for the call. Heap memory larger than a slot
  * is {@code VALUE_TOO_LARGE}. Batches use {@code batch_put_from}/{@code batch_get_into}.
+ *
+ * <p><b>Claim and view</b> (with {@code claim-view=true}, off by default: against the test double they measured no
+ * faster than the staged path, see the benchmarks' REPORT.md). A claim ({@link MooncakeClaim}) lends a staging slot,
+ * so the caller's gather writes straight into registered memory, and its commit is a put of that slot
+ * ({@code put_from}, no staging copy); {@code FULL} when no slot is free now, {@code VALUE_TOO_LARGE} beyond a slot.
+ * A view ({@link MooncakeView}) is a {@code get_into} of a slot, lent out read-only until its release; it waits for
+ * a free slot as a get does, so a thread must not hold as many views and claims as there are slots.
  *
  * <p><b>Device memory.</b> With {@code gpu-direct=true} (the default for {@code protocol=rdma}) the store declares
  * {@link StoreCapability#DEVICE_MEMORY}: the connector registers its CUDA device staging buffers here
@@ -205,6 +215,10 @@ public final class MooncakeStore implements KVStore, RegisteredMemory {
         if (config.gpuDirect()) {
             caps.add(StoreCapability.DEVICE_MEMORY);
         }
+        if (config.claimView()) {
+            caps.add(StoreCapability.CLAIM);
+            caps.add(StoreCapability.VIEW);
+        }
         return caps;
     }
 
@@ -216,25 +230,44 @@ public final class MooncakeStore implements KVStore, RegisteredMemory {
         checkValueSize(key, value);
         enter("put", key);
         try {
-            if (options.ifAbsent()) {
-                if (sizeOrMiss(key, "put") >= 0) {
-                    return false;
-                }
-            } else if (!options.immutable()) {
-                removeWithLeasePolicy(key, "put");
-            }
-            putValue(key, value, replication(options));
-            return true;
+            return putChecked(key, value, options, null, "put");
         } finally {
             exit();
         }
+    }
+
+    /**
+     * A put whose arguments were checked, inside {@link #enter}: the if-absent check or the replacing remove, then
+     * the value. {@code heldSlot} is a staging slot the caller holds (a claim's, holding the value), or null.
+     */
+    private boolean putChecked(String key, MemorySegment value, PutOptions options, MemorySegment heldSlot,
+                               String operation) {
+        if (options.ifAbsent()) {
+            if (sizeOrMiss(key, operation) >= 0) {
+                return false;
+            }
+        } else if (!options.immutable()) {
+            removeWithLeasePolicy(key, operation);
+        }
+        if (heldSlot != null && value.byteSize() <= 1) {
+            putTiny(key, value, heldSlot.asSlice(0, 1), replication(options));
+        } else {
+            putValue(key, value, replication(options));
+        }
+        return true;
     }
 
     /** Puts a value whose key is known to be free: zero copy, staged, empty, or through the local buffer. */
     private void putValue(String key, MemorySegment value, MooncakeStoreLibrary.Replication replication) {
         long n = value.byteSize();
         if (n <= 1) {
-            putTiny(key, value, replication);
+            MemorySegment[] slot = new MemorySegment[1];
+            pool.acquire(slot, 1, closed::get, uri);
+            try {
+                putTiny(key, value, slot[0].asSlice(0, 1), replication);
+            } finally {
+                pool.release(slot, 1);
+            }
         } else if (isRegistered(value)) {
             putWithRetry(key, value, replication, false);
         } else if (n <= pool.slotBytes()) {
@@ -257,26 +290,21 @@ public final class MooncakeStore implements KVStore, RegisteredMemory {
      * Mooncake stores no empty objects, so an empty value is a one-byte object plus a one-byte marker object under
      * {@code key + EMPTY_MARKER_SUFFIX}, written first so that no reader takes the placeholder byte for data. A real
      * one-byte value removes any marker left by an earlier empty value. Only one-byte objects cost a second lookup.
+     * {@code one} is one byte of a staging slot the caller holds; {@code value} may be that very byte.
      */
-    private void putTiny(String key, MemorySegment value, MooncakeStoreLibrary.Replication replication) {
-        MemorySegment[] slot = new MemorySegment[1];
-        pool.acquire(slot, 1, closed::get, uri);
-        try {
-            MemorySegment one = slot[0].asSlice(0, 1);
-            if (value.byteSize() == 0) {
-                one.set(ValueLayout.JAVA_BYTE, 0, (byte) 0);
-                putWithRetry(key + EMPTY_MARKER_SUFFIX, one, replication, false);
-            } else {
-                int rc = lib.remove(client, key + EMPTY_MARKER_SUFFIX, true);
-                if (rc != 0 && rc != RC_OBJECT_NOT_FOUND) {
-                    throw MooncakeStatus.toException(rc, uri, "put", key, "removing the empty-value marker");
-                }
-                MemorySegment.copy(value, 0, one, 0, 1);
+    private void putTiny(String key, MemorySegment value, MemorySegment one,
+                         MooncakeStoreLibrary.Replication replication) {
+        if (value.byteSize() == 0) {
+            one.set(ValueLayout.JAVA_BYTE, 0, (byte) 0);
+            putWithRetry(key + EMPTY_MARKER_SUFFIX, one, replication, false);
+        } else {
+            int rc = lib.remove(client, key + EMPTY_MARKER_SUFFIX, true);
+            if (rc != 0 && rc != RC_OBJECT_NOT_FOUND) {
+                throw MooncakeStatus.toException(rc, uri, "put", key, "removing the empty-value marker");
             }
-            putWithRetry(key, one, replication, false);
-        } finally {
-            pool.release(slot, 1);
+            MemorySegment.copy(value, 0, one, 0, 1);
         }
+        putWithRetry(key, one, replication, false);
     }
 
     /** The logical size of an object whose native size is {@code nativeSize}: 0 for a marked empty value. */
@@ -311,6 +339,134 @@ public final class MooncakeStore implements KVStore, RegisteredMemory {
             return getFailure(key, r, dst);
         } finally {
             exit();
+        }
+    }
+
+    /** A claim handle for this store; {@code UNSUPPORTED} without {@code claim-view=true}. */
+    @Override
+    public StoreClaim newClaim() {
+        if (!config.claimView()) {
+            return KVStore.super.newClaim();
+        }
+        checkOpen("newClaim");
+        return new MooncakeClaim(this);
+    }
+
+    /**
+     * Lends a free staging slot, without waiting: {@code FULL} when every slot is taken now (by claims, views or
+     * transfers in flight). The pool itself is not asked for room before the commit, whose put retries a full pool
+     * and then fails with {@code STORE_FULL} as a put does.
+     *
+     * @throws KVException {@code VALUE_TOO_LARGE} for more bytes than a staging slot holds
+     */
+    @Override
+    public int tryClaim(String key, long bytes, PutOptions options, StoreClaim claim) {
+        if (!config.claimView()) {
+            return KVStore.super.tryClaim(key, bytes, options, claim);
+        }
+        checkKey(key, "tryClaim");
+        Objects.requireNonNull(options, "options");
+        MooncakeClaim c = MooncakeClaim.ownedBy(this, claim, key);
+        if (bytes < 0 || bytes > pool.slotBytes()) {
+            throw KVException.of(bytes < 0 ? ErrorCode.INVALID_ARGUMENT : ErrorCode.VALUE_TOO_LARGE, "cannot claim "
+                            + bytes + " bytes: a claim is one staging slot of " + pool.slotBytes() + " bytes")
+                    .store(uri).operation("tryClaim").key(key)
+                    .hint("raise staging= (or lower staging-slots=) for larger claims, or put the value").build();
+        }
+        enter("tryClaim", key);
+        try {
+            if (options.ifAbsent() && sizeOrMiss(key, "tryClaim") >= 0) {
+                return ClaimResult.EXISTS;
+            }
+            MemorySegment slot = pool.tryAcquire();
+            if (slot == null) {
+                return ClaimResult.FULL;
+            }
+            c.hold(key, slot, bytes, options);
+            return ClaimResult.CLAIMED;
+        } finally {
+            exit();
+        }
+    }
+
+    /** The put of a claim's commit: {@code value} lies in {@code slot}, which the claim returns afterwards. */
+    boolean commitClaim(String key, MemorySegment value, MemorySegment slot, PutOptions options) {
+        enter("commit", key);
+        try {
+            return putChecked(key, value, options, slot, "commit");
+        } finally {
+            exit();
+        }
+    }
+
+    /** A view handle for this store; {@code UNSUPPORTED} without {@code claim-view=true}. */
+    @Override
+    public StoreView newView() {
+        if (!config.claimView()) {
+            return KVStore.super.newView();
+        }
+        checkOpen("newView");
+        return new MooncakeView(this);
+    }
+
+    /**
+     * A {@code get_into} of a staging slot, which {@code view} then holds; waits for a free slot as a get does.
+     *
+     * @throws KVException {@code VALUE_TOO_LARGE} for an object larger than a staging slot (read it with
+     *     {@link #getInto})
+     */
+    @Override
+    public long tryView(String key, StoreView view) {
+        if (!config.claimView()) {
+            return KVStore.super.tryView(key, view);
+        }
+        checkKey(key, "tryView");
+        MooncakeView v = MooncakeView.ownedBy(this, view, key);
+        enter("tryView", key);
+        try {
+            MemorySegment[] slot = new MemorySegment[1];
+            pool.acquire(slot, 1, closed::get, uri);
+            long r;
+            try {
+                r = lib.getInto(client, key, slot[0], pool.slotBytes());
+                if (r >= 0) {
+                    r = logicalSize(key, r);
+                    v.hold(slot[0], r);
+                    return r;
+                }
+            } finally {
+                if (!v.isHeld()) {
+                    pool.release(slot, 1);
+                }
+            }
+            if (r == RC_OBJECT_NOT_FOUND || r == RC_REPLICA_NOT_READY) {
+                return GetResult.MISS;
+            }
+            if (r == RC_INVALID_PARAMS) {
+                long size = sizeOrMiss(key, "tryView");
+                if (size < 0) {
+                    return GetResult.MISS;
+                }
+                throw KVException.of(ErrorCode.VALUE_TOO_LARGE, "the object has " + size + " bytes, more than a "
+                                + "staging slot of " + pool.slotBytes() + " bytes, which a view holds")
+                        .store(uri).operation("tryView").key(key)
+                        .hint("read it with getInto, or raise staging= (or lower staging-slots=)").build();
+            }
+            throw MooncakeStatus.toException(r, uri, "tryView", key, masterContext(r));
+        } finally {
+            exit();
+        }
+    }
+
+    /** Gives back a staging slot that a claim or a view held. */
+    void returnSlot(MemorySegment slot) {
+        pool.release(slot);
+    }
+
+    /** Throws {@code CLOSED} once the store is closed. */
+    void checkOpen(String operation) {
+        if (closed.get()) {
+            throw KVException.of(ErrorCode.CLOSED, "the store is closed").store(uri).operation(operation).build();
         }
     }
 
@@ -632,7 +788,7 @@ public final class MooncakeStore implements KVStore, RegisteredMemory {
         return callerRanges.values().stream().mapToLong(Long::longValue).sum();
     }
 
-    /** Staging slots free now; all of them whenever no call is in flight. */
+    /** Staging slots free now; all of them whenever no call is in flight and no claim or view is held. */
     int freeStagingSlots() {
         return pool.available();
     }

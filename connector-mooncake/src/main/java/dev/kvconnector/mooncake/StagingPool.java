@@ -10,7 +10,8 @@ import java.util.function.BooleanSupplier;
 
 /**
  * Equal slots of one registered staging region, lent to transfers whose caller memory is not registered. A
- * semaphore hands out several slots at once, so batches that need many never deadlock against each other.
+ * semaphore hands out several slots at once, so batches that need many never deadlock against each other. A claim
+ * or a view of the store holds one slot until its commit, abort or release.
  */
 final class StagingPool {
     private static final long POLL_MILLIS = 100;
@@ -64,6 +65,17 @@ final class StagingPool {
         for (int i = 0; i < n; i++) {
             out[i] = free.poll();
         }
+    }
+
+    /** One slot if one is free now, without waiting; null otherwise. */
+    MemorySegment tryAcquire() {
+        return permits.tryAcquire() ? free.poll() : null;
+    }
+
+    /** Returns one slot taken by {@link #tryAcquire} or {@link #acquire}. */
+    void release(MemorySegment slot) {
+        free.add(slot);
+        permits.release();
     }
 
     /** Returns {@code n} slots taken by {@link #acquire}. */
