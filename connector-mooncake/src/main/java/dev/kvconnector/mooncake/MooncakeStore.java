@@ -41,8 +41,8 @@ import org.slf4j.LoggerFactory;
  * {@code buffer=} bytes at most) and a get registers the destination for the call. Heap memory larger than a slot
  * is {@code VALUE_TOO_LARGE}. Batches use {@code batch_put_from}/{@code batch_get_into}.
  *
- * <p><b>Claim and view</b> (with {@code claim-view=true}, off by default: against the test double they measured no
- * faster than the staged path, see the benchmarks' REPORT.md). A claim ({@link MooncakeClaim}) lends a staging slot,
+ * <p><b>Claim and view</b> (with {@code claim-view=true}, off by default: see {@link MooncakeConfig#DEFAULT_CLAIM_VIEW}
+ * for why). A claim ({@link MooncakeClaim}) lends a staging slot,
  * so the caller's gather writes straight into registered memory, and its commit is a put of that slot
  * ({@code put_from}, no staging copy); {@code FULL} when no slot is free now, {@code VALUE_TOO_LARGE} beyond a slot.
  * A view ({@link MooncakeView}) is a {@code get_into} of a slot, lent out read-only until its release; it waits for
