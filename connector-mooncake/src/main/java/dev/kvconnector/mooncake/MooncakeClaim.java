@@ -43,6 +43,7 @@ final class MooncakeClaim implements StoreClaim {
     @Override
     public MemorySegment segment() {
         requireClaimed("segment");
+        store.checkOpen("segment");
         return value;
     }
 

@@ -83,8 +83,8 @@ import org.slf4j.LoggerFactory;
  * call), releases every registration and destroys the client.
  *
  * <p>Over 400 lines because it maps every operation of the store ABI (single and batch puts and gets, leases,
- * registration, device buffers) with its own error translation; the binding, configuration and staging already live
- * in their own classes.
+ * registration, device buffers, claims and views of staging slots) with its own error translation; the binding,
+ * configuration, staging and the claim and view handles already live in their own classes.
  */
 public final class MooncakeStore implements KVStore, RegisteredMemory {
     private static final Logger LOG = LoggerFactory.getLogger(MooncakeStore.class);

@@ -21,6 +21,7 @@ import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /** What {@code claim-view=true} adds beyond the shared contract: claims and views are staging slots, lent out. */
 class MooncakeClaimViewTest {
@@ -96,6 +97,7 @@ class MooncakeClaimViewTest {
     }
 
     @Test
+    @Timeout(30) // a commit that waited for a second slot would wait forever here
     void emptyAndOneByteClaimsCommitThroughTheirOwnSlotWhenNoOtherIsFree() {
         List<StoreClaim> others = new ArrayList<>();
         for (int i = 0; i < SLOTS - 2; i++) {
