@@ -1,0 +1,125 @@
+package dev.kvconnector.events;
+
+import java.util.ArrayList;
+import java.util.List;
+import org.zeromq.SocketType;
+import org.zeromq.ZContext;
+import org.zeromq.ZMQ;
+import org.zeromq.ZMsg;
+
+/**
+ * Reads one publisher's stream ({@link ZmqKvEventPublisher}, or a vLLM engine's {@code --kv-events-config}
+ * publisher): a SUB socket for the live messages and, when a replay endpoint is given, a DEALER socket per
+ * {@link #replay} call. Decoding is {@link VllmKvEventCodec}'s. Not thread-safe: one thread reads it.
+ */
+public final class ZmqKvEventSubscriber implements AutoCloseable {
+    private final String instance;
+    private final String replayEndpoint;
+    private final ZContext context = new ZContext();
+    private final ZMQ.Socket sub;
+
+    /**
+     * Connects to {@code publishEndpoint} ({@code tcp://host:5557}) for messages whose topic starts with
+     * {@code topic} ("" for all), and remembers {@code replayEndpoint} (or null) for replays.
+     *
+     * @param instance the name its events are recorded under
+     */
+    public ZmqKvEventSubscriber(String instance, String publishEndpoint, String replayEndpoint, String topic) {
+        this.instance = instance;
+        this.replayEndpoint = replayEndpoint;
+        try {
+            this.sub = context.createSocket(SocketType.SUB);
+            sub.setRcvHWM(100_000);
+            sub.connect(publishEndpoint);
+            sub.subscribe(topic.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        } catch (RuntimeException e) {
+            context.close();
+            throw new IllegalArgumentException("cannot subscribe to KV events of " + instance + " at "
+                    + publishEndpoint + ": " + e, e);
+        }
+    }
+
+    /** The instance whose events these are. */
+    public String instance() {
+        return instance;
+    }
+
+    /** Whether a replay endpoint was given. */
+    public boolean replays() {
+        return replayEndpoint != null;
+    }
+
+    /**
+     * The next message, waiting at most {@code timeoutMillis}; null when none came.
+     *
+     * @throws MalformedEventException for a message that does not decode (it is consumed)
+     */
+    public KvEventBatch receive(int timeoutMillis) throws MalformedEventException {
+        sub.setReceiveTimeOut(timeoutMillis);
+        ZMsg msg = ZMsg.recvMsg(sub);
+        if (msg == null) {
+            return null;
+        }
+        try {
+            if (msg.size() != 3) {
+                throw new MalformedEventException("message of " + msg.size() + " frames from " + instance
+                        + " (need topic, sequence, payload)");
+            }
+            return VllmKvEventCodec.decode(instance, msg.pop().getData(), msg.pop().getData(), msg.pop().getData());
+        } finally {
+            msg.destroy();
+        }
+    }
+
+    /**
+     * Asks the publisher for every message from {@code fromSequence} on and returns them in order, waiting at most
+     * {@code timeoutMillis} for each reply. From a kvconnector publisher the answer is the messages, or a snapshot
+     * when they are gone; from vLLM's, whatever is still buffered.
+     *
+     * @throws MalformedEventException when a reply does not decode, or none came in time
+     */
+    public List<KvEventBatch> replay(long fromSequence, int timeoutMillis) throws MalformedEventException {
+        if (replayEndpoint == null) {
+            throw new IllegalStateException("no replay endpoint for the KV events of " + instance);
+        }
+        ZMQ.Socket dealer = context.createSocket(SocketType.DEALER);
+        try {
+            dealer.setReceiveTimeOut(timeoutMillis);
+            dealer.setLinger(0);
+            dealer.connect(replayEndpoint);
+            dealer.sendMore(new byte[0]);
+            dealer.send(VllmKvEventCodec.sequenceFrame(fromSequence));
+            List<KvEventBatch> out = new ArrayList<>();
+            byte[] topic = ("replay;" + instance).getBytes(java.nio.charset.StandardCharsets.UTF_8);
+            while (true) {
+                ZMsg reply = ZMsg.recvMsg(dealer);
+                if (reply == null) {
+                    throw new MalformedEventException("replay from " + replayEndpoint + " for " + instance
+                            + " stopped answering after " + out.size() + " messages (" + timeoutMillis + " ms)");
+                }
+                try {
+                    if (reply.size() != 3) {
+                        throw new MalformedEventException("replay message of " + reply.size() + " frames from "
+                                + replayEndpoint + " (need empty, sequence, payload)");
+                    }
+                    reply.pop();
+                    byte[] seqFrame = reply.pop().getData();
+                    byte[] payload = reply.pop().getData();
+                    if (VllmKvEventCodec.readSequence(seqFrame) == VllmKvEventCodec.END_OF_REPLAY) {
+                        return out;
+                    }
+                    out.add(VllmKvEventCodec.decode(instance, topic, seqFrame, payload));
+                } finally {
+                    reply.destroy();
+                }
+            }
+        } finally {
+            context.destroySocket(dealer);
+        }
+    }
+
+    @Override
+    public void close() {
+        context.close();
+    }
+}
