@@ -46,7 +46,7 @@ public final class ConnectorConfiguration {
     public static final String LAYER_TIMEOUT_MS_PROP_NAME = "kvc.connector.layer.timeout.ms";
     /** {@value} ms. */
     public static final long LAYER_TIMEOUT_MS_DEFAULT = 10_000;
-    /** The name this connector's KV events carry as their instance. */
+    /** The name this connector's KV events carry as their instance; by default {@code <pid>@<host name>}. */
     public static final String INSTANCE_PROP_NAME = "kvc.connector.instance";
 
     private ConnectorConfiguration() {

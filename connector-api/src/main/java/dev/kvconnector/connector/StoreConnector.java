@@ -143,7 +143,8 @@ public final class StoreConnector implements KVStoreConnector {
                     t.setDaemon(true);
                     return t;
                 }, new ThreadPoolExecutor.CallerRunsPolicy());
-        this.events = b.events == null ? null : new KvEventEmitter(b.events, b.instanceId, store.uri(), scheme.name(),
+        this.events = b.events == null ? null : new KvEventEmitter(b.events,
+                b.instanceId != null ? b.instanceId : ConnectorConfiguration.instance(), store.uri(), scheme.name(),
                 chunkTokens, KvcV1KeyScheme.NAME.equals(scheme.name())
                         ? java.util.HexFormat.of().formatHex(KvcV1KeyScheme.rootHash(keyContext, null)) : null,
                 errorHandler);
@@ -578,7 +579,8 @@ public final class StoreConnector implements KVStoreConnector {
         private long layerTimeoutMillis = ConnectorConfiguration.layerTimeoutMillis();
         private ErrorHandler errorHandler = ErrorHandler.LOGGING;
         private KvEventListener events;
-        private String instanceId = ConnectorConfiguration.instance();
+        /** Null for {@link ConnectorConfiguration#instance()}, read only when there are events: it looks up the host. */
+        private String instanceId;
 
         private Builder(KVStore store, String storeUri, KVLayout layout) {
             if (layout == null) {
@@ -712,12 +714,11 @@ public final class StoreConnector implements KVStoreConnector {
         /** Builds the connector; invalid settings are {@code INVALID_ARGUMENT} errors. */
         public StoreConnector build() {
             if (ioThreads < -1 || stagingBytes < 1 || layerTimeoutMillis < 0 || ttlMillis < 0
-                    || errorHandler == null || dropMode == null || instanceId == null) {
+                    || errorHandler == null || dropMode == null) {
                 throw KVException.of(ErrorCode.INVALID_ARGUMENT, "connector settings: ioThreads=" + ioThreads
                         + " stagingBytes=" + stagingBytes + " layerTimeoutMillis=" + layerTimeoutMillis + " ttlMillis="
-                        + ttlMillis + " errorHandler=" + errorHandler + " dropMode=" + dropMode + " instanceId="
-                        + instanceId + " (need ioThreads >= 0, stagingBytes >= 1, the rest >= 0, an error handler, "
-                        + "a drop mode and an instance name)")
+                        + ttlMillis + " errorHandler=" + errorHandler + " dropMode=" + dropMode
+                        + " (need ioThreads >= 0, stagingBytes >= 1, the rest >= 0, an error handler and a drop mode)")
                         .build();
             }
             if (store != null) {

@@ -34,6 +34,9 @@ import org.zeromq.ZMsg;
  * dropped and counted, and the next message skips a sequence number, so every subscriber sees the gap and asks for
  * the snapshot. One thread ({@code kvconnector-kv-events}) batches what is queued (up to a millisecond's worth),
  * sends it and serves replays; ZMQ sockets are touched by that thread only.
+ *
+ * <p>One publisher per connector: the connector's {@link #onAttach} gives it the hash root and chunk size it puts in
+ * every topic frame. The epoch in the topic frame is the publisher's own, taken when it is bound.
  */
 public final class ZmqKvEventPublisher implements KvEventListener, AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(ZmqKvEventPublisher.class);
@@ -126,8 +129,9 @@ public final class ZmqKvEventPublisher implements KvEventListener, AutoCloseable
 
     private static String bind(ZMQ.Socket socket, String endpoint) {
         if (endpoint.endsWith(":0")) {
-            String base = endpoint.substring(0, endpoint.length() - 2);
-            return base + ":" + socket.bindToRandomPort(base);
+            // ":*" lets the kernel pick a free port (ZMQ's wildcard port), read back as the last endpoint.
+            socket.bind(endpoint.substring(0, endpoint.length() - 1) + "*");
+            return socket.getLastEndpoint();
         }
         socket.bind(endpoint);
         return endpoint;

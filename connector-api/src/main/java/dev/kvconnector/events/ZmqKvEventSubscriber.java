@@ -17,6 +17,8 @@ public final class ZmqKvEventSubscriber implements AutoCloseable {
     private final String replayEndpoint;
     private final ZContext context = new ZContext();
     private final ZMQ.Socket sub;
+    /** How long a replay request waits for its first reply before it is sent again, in ms. */
+    static final int FIRST_REPLY_MILLIS = 250;
 
     /**
      * Connects to {@code publishEndpoint} ({@code tcp://host:5557}) for messages whose topic starts with
@@ -76,15 +78,42 @@ public final class ZmqKvEventSubscriber implements AutoCloseable {
      * {@code timeoutMillis} for each reply. From a kvconnector publisher the answer is the messages, or a snapshot
      * when they are gone; from vLLM's, whatever is still buffered.
      *
+     * <p>A request that gets no first reply within {@value #FIRST_REPLY_MILLIS} ms is sent again from a fresh
+     * socket, waiting twice as long each time, until {@code timeoutMillis}: with jeromq 0.6 about one replay request
+     * in ten, sent right after the SUB socket has been reading, never reached the publisher's ROUTER (2 to 6 in loops
+     * of 30; none with the SUB idle; none in 60 with the resend). A fresh socket has a fresh identity, so the ROUTER
+     * drops replies to an abandoned request.
+     *
      * @throws MalformedEventException when a reply does not decode, or none came in time
      */
     public List<KvEventBatch> replay(long fromSequence, int timeoutMillis) throws MalformedEventException {
         if (replayEndpoint == null) {
             throw new IllegalStateException("no replay endpoint for the KV events of " + instance);
         }
+        long deadline = System.nanoTime() + timeoutMillis * 1_000_000L;
+        int attempts = 0;
+        long wait = FIRST_REPLY_MILLIS;
+        while (true) {
+            attempts++;
+            long left = Math.max(1, (deadline - System.nanoTime()) / 1_000_000L);
+            List<KvEventBatch> out = replayOnce(fromSequence, timeoutMillis, (int) Math.min(wait, left));
+            if (out != null) {
+                return out;
+            }
+            wait *= 2;
+            if (System.nanoTime() - deadline >= 0) {
+                throw new MalformedEventException("replay from " + replayEndpoint + " for " + instance
+                        + " got no answer to " + attempts + " requests in " + timeoutMillis + " ms");
+            }
+        }
+    }
+
+    /** One request on a fresh socket; null when no first reply came within {@code firstMillis}. */
+    private List<KvEventBatch> replayOnce(long fromSequence, int timeoutMillis, int firstMillis)
+            throws MalformedEventException {
         ZMQ.Socket dealer = context.createSocket(SocketType.DEALER);
         try {
-            dealer.setReceiveTimeOut(timeoutMillis);
+            dealer.setReceiveTimeOut(firstMillis);
             dealer.setLinger(0);
             dealer.connect(replayEndpoint);
             dealer.sendMore(new byte[0]);
@@ -94,9 +123,13 @@ public final class ZmqKvEventSubscriber implements AutoCloseable {
             while (true) {
                 ZMsg reply = ZMsg.recvMsg(dealer);
                 if (reply == null) {
+                    if (out.isEmpty()) {
+                        return null;
+                    }
                     throw new MalformedEventException("replay from " + replayEndpoint + " for " + instance
                             + " stopped answering after " + out.size() + " messages (" + timeoutMillis + " ms)");
                 }
+                dealer.setReceiveTimeOut(timeoutMillis);
                 try {
                     if (reply.size() != 3) {
                         throw new MalformedEventException("replay message of " + reply.size() + " frames from "

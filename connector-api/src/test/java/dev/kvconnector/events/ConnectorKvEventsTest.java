@@ -129,6 +129,26 @@ class ConnectorKvEventsTest {
     }
 
     @Test
+    void withoutAnInstanceNameTheEventsCarryPidAtHostAndWithoutAListenerTheConnectorEmitsNothing() {
+        List<KvEventSource> attached = new ArrayList<>();
+        try (KVStore store = KVStores.open("memory:?capacity=16MiB");
+             StoreConnector kv = KVStoreConnector.builder(store, LAYOUT).events(new KvEventListener() {
+                 @Override
+                 public void onEvent(KvEvent event) {
+                 }
+
+                 @Override
+                 public void onAttach(KvEventSource source) {
+                     attached.add(source);
+                 }
+             }).build()) {
+            assertTrue(attached.get(0).instance().startsWith(ProcessHandle.current().pid() + "@"),
+                    attached.get(0).instance());
+            assertEquals(0, kv.lookup(prompt(1)));
+        }
+    }
+
+    @Test
     void planFromRootGivesThePlansHashes() {
         KeyContext ctx = new KeyContext("m", LAYOUT, 0, 1, CHUNK);
         var plan = new KvcV1KeyScheme().plan(ctx, prompt(3)).chunks();
