@@ -48,8 +48,17 @@ final class KvRouter implements AutoCloseable {
         this.tokenizer = tokenizer;
     }
 
-    /** Subscribes to every endpoint, a thread each. */
+    /** Subscribes to every endpoint, a thread each; on a failure closes what it started, then throws. */
     void subscribe(List<KvEventEndpoint> endpoints) {
+        try {
+            subscribeEach(endpoints);
+        } catch (RuntimeException e) {
+            close();
+            throw e;
+        }
+    }
+
+    private void subscribeEach(List<KvEventEndpoint> endpoints) {
         for (KvEventEndpoint ep : endpoints) {
             ZmqKvEventSubscriber sub = new ZmqKvEventSubscriber(ep.instance(), ep.publish(), ep.replay(), "");
             subscribers.add(sub);
@@ -169,9 +178,12 @@ final class KvRouter implements AutoCloseable {
         return ids;
     }
 
-    /** Stops the subscriber threads and closes their sockets. */
+    /** Stops the subscriber threads and closes their sockets; idempotent. */
     @Override
-    public void close() {
+    public synchronized void close() {
+        if (!running) {
+            return;
+        }
         running = false;
         for (Thread t : threads) {
             try {

@@ -146,7 +146,7 @@ public record ProxyConfig(
     public String toString() {
         return "ProxyConfig[model=" + model + ", prefill=" + prefill + ", decode=" + decode + ", bind=" + bindHost
                 + ":" + port + ", flow=" + flow + ", policy=" + policy + ", onPrefillFailure=" + onPrefillFailure
-                + ", adminApiKey=" + (adminApiKey == null ? "unset" : "****") + "]";
+                + ", kvEvents=" + kvEvents + ", kvTokenizer=" + kvTokenizer + ", adminApiKey=" + (adminApiKey == null ? "unset" : "****") + "]";
     }
 
     /** Starts a builder with the defaults for everything but the model. */

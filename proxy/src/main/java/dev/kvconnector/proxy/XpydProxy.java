@@ -148,6 +148,14 @@ public final class XpydProxy implements AutoCloseable {
         if (config.startupCheck() != StartupCheck.OFF) {
             checkModels();
         }
+        if (kvRouter != null) {
+            if (config.kvEvents().isEmpty()) {
+                LOG.warn("policy kv-aware without --kv-events: no engine reports its KV, so every request goes to the"
+                        + " least loaded instances");
+            }
+            // Before the port is bound, so a bad endpoint fails the start with nothing left listening.
+            kvRouter.subscribe(config.kvEvents());
+        }
         if (!epoll) {
             LOG.info("Netty's native epoll transport is not available ({}); serving with Java NIO",
                     Epoll.unavailabilityCause().toString());
@@ -175,13 +183,7 @@ public final class XpydProxy implements AutoCloseable {
         if (!config.healthInterval().isZero()) {
             health = new HealthChecker(config, pool, client);
         }
-        if (kvRouter != null) {
-            if (config.kvEvents().isEmpty()) {
-                LOG.warn("policy kv-aware without --kv-events: no engine reports its KV, so every request goes to the"
-                        + " least loaded instances");
-            }
-            kvRouter.subscribe(config.kvEvents());
-        }
+
         LOG.info("XpYd proxy listening on {}:{} for model {}: {} prefill {}, {} decode {}, flow {}, policy {}",
                 config.bindHost(), port(), config.model(), config.prefill().size(), config.prefill(),
                 config.decode().size(), config.decode(), config.flow(), config.policy());

@@ -68,6 +68,21 @@ class KvEventsEndToEndTest extends ProxyTestBase {
     }
 
     @Test
+    void aBadEventEndpointFailsTheStartNamingItAndLeavesNothingRunning() throws Exception {
+        var d = instance("d");
+        XpydProxy proxy = new XpydProxy(config().policy(Policy.KV_AWARE).decode(d.address())
+                .kvEvents(new KvEventEndpoint(d.address(), "tcp://no-port-here", null)).build());
+        try {
+            IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                    proxy::start);
+            assertTrue(e.getMessage().contains("tcp://no-port-here") && e.getMessage().contains(d.address()),
+                    e.getMessage());
+        } finally {
+            proxy.stop();
+        }
+    }
+
+    @Test
     void anInsertsEventsReachTheProxyAndARestartedEngineIsResynchronised() throws Exception {
         var p1 = instance("p1");
         var p2 = instance("p2");
