@@ -33,7 +33,9 @@ import org.zeromq.ZMsg;
  * <p>{@link #onEvent} never blocks: it offers the event to a bounded queue. When the queue is full the event is
  * dropped and counted, and the next message skips a sequence number, so every subscriber sees the gap and asks for
  * the snapshot. One thread ({@code kvconnector-kv-events}) batches what is queued (up to a millisecond's worth),
- * sends it and serves replays; ZMQ sockets are touched by that thread only.
+ * sends it and serves replays; ZMQ sockets are touched by that thread only. After {@value #HEARTBEAT_MILLIS} ms
+ * without events it sends an empty batch (numbered like any other; vLLM's subscribers read it as a batch of no
+ * events), so a subscriber that hears nothing for longer knows its connection, not the engine, went quiet.
  *
  * <p>One publisher per connector: the connector's {@link #onAttach} gives it the hash root and chunk size it puts in
  * every topic frame. The epoch in the topic frame is the publisher's own, taken when it is bound.
@@ -47,6 +49,8 @@ public final class ZmqKvEventPublisher implements KvEventListener, AutoCloseable
     /** Chunks remembered for snapshots. */
     public static final int DEFAULT_LIVE_CHUNKS = 1 << 20;
     private static final int MAX_BATCH_EVENTS = 1024;
+    /** After this long without events, an empty batch goes out, so subscribers can tell silence from a dead link. */
+    public static final long HEARTBEAT_MILLIS = 1_000;
 
     private final String topic;
     private final ZContext context = new ZContext();
@@ -66,6 +70,7 @@ public final class ZmqKvEventPublisher implements KvEventListener, AutoCloseable
     private volatile KvEventSource source;
     private volatile boolean running = true;
     private long nextSequence;
+    private long lastSentNanos = System.nanoTime();
 
     private record Sent(long sequence, byte[] payload) {
     }
@@ -177,6 +182,9 @@ public final class ZmqKvEventPublisher implements KvEventListener, AutoCloseable
                 serveReplays();
                 KvEvent first = queue.poll(1, TimeUnit.MILLISECONDS);
                 if (first == null) {
+                    if (System.nanoTime() - lastSentNanos > HEARTBEAT_MILLIS * 1_000_000L) {
+                        send(batch);
+                    }
                     continue;
                 }
                 batch.add(first);
@@ -196,6 +204,7 @@ public final class ZmqKvEventPublisher implements KvEventListener, AutoCloseable
     }
 
     private void send(List<KvEvent> events) {
+        lastSentNanos = System.nanoTime();
         if (lost.getAndSet(false)) {
             nextSequence++;
         }

@@ -20,16 +20,22 @@ class ZmqKvEventPublisherTest {
         return new KvEvent.Stored(1, i, "e", "shm:/s", "kvc-v1", hash(i), i == 0 ? ROOT : hash(i - 1), 16, 2);
     }
 
-    /** Receives until a message comes (the SUB socket joins asynchronously, so the first sends may be lost). */
+    /**
+     * Receives until a message comes (the SUB socket joins asynchronously, so the first sends may be lost), with a
+     * new SUB socket after each second of silence, as the proxy's feed does after three missed heartbeats.
+     */
     private static KvEventBatch next(ZmqKvEventSubscriber sub, ZmqKvEventPublisher pub, KvEvent probe)
             throws Exception {
-        for (int i = 0; i < 200; i++) {
+        for (int i = 1; i <= 200; i++) {
             if (probe != null) {
                 pub.onEvent(probe);
             }
             KvEventBatch b = sub.receive(50);
             if (b != null) {
                 return b;
+            }
+            if (i % 20 == 0) {
+                sub.reconnect();
             }
         }
         throw new AssertionError("no message from " + pub.publishEndpoint());
@@ -78,6 +84,23 @@ class ZmqKvEventPublisherTest {
             List<String> held = snapshot.events().stream().skip(1).map(e -> ((KvEvent.Stored) e).chunkHash())
                     .toList();
             assertEquals(List.of(hash(0), hash(2), hash(3), hash(4)), held);
+        }
+    }
+
+    @Test
+    void anIdlePublisherSendsAnEmptyBatchEachHeartbeat() throws Exception {
+        try (ZmqKvEventPublisher pub = ZmqKvEventPublisher.bind("tcp://127.0.0.1:0", null);
+             ZmqKvEventSubscriber sub = new ZmqKvEventSubscriber("e", pub.publishEndpoint(), null, "kv")) {
+            long seq = next(sub, pub, stored(0)).sequence();
+            while (true) {
+                KvEventBatch b = sub.receive((int) (3 * ZmqKvEventPublisher.HEARTBEAT_MILLIS));
+                assertNotNull(b, "no heartbeat in three intervals");
+                assertTrue(b.sequence() > seq);
+                seq = b.sequence();
+                if (b.events().isEmpty()) {
+                    return;
+                }
+            }
         }
     }
 

@@ -32,6 +32,7 @@ final class KvMetrics {
     final LongAdder resyncs = new LongAdder();
     final LongAdder resyncFallbacks = new LongAdder();
     final LongAdder epochChanges = new LongAdder();
+    final LongAdder reconnects = new LongAdder();
     /** Milliseconds between the last batch's send and its application, as the publisher's clock says. */
     final AtomicLong lastLagMillis = new AtomicLong();
     final AtomicLong maxLagMillis = new AtomicLong();
@@ -71,6 +72,8 @@ final class KvMetrics {
         counter(out, "xpyd_kv_event_resync_fallbacks_total", "Resynchronisations without a replay or snapshot: the "
                 + "engine's entries were dropped and rebuilt from its next events.", resyncFallbacks.sum());
         counter(out, "xpyd_kv_event_epochs_total", "Publisher restarts seen (a new epoch).", epochChanges.sum());
+        counter(out, "xpyd_kv_event_reconnects_total", "Event links reconnected after three missed heartbeats.",
+                reconnects.sum());
         gauge(out, "xpyd_kv_event_lag_ms", "Time from an engine sending its last event batch to the index applying it.",
                 lastLagMillis.get());
         gauge(out, "xpyd_kv_event_lag_max_ms", "Largest event lag seen.", maxLagMillis.get());

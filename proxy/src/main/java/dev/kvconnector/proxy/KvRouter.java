@@ -35,6 +35,8 @@ final class KvRouter implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(KvRouter.class);
     private static final int POLL_MILLIS = 100;
     private static final int REPLAY_TIMEOUT_MILLIS = 2_000;
+    /** Three heartbeats ({@link dev.kvconnector.events.ZmqKvEventPublisher#HEARTBEAT_MILLIS}) missed. */
+    static final long SILENCE_MILLIS = 3 * dev.kvconnector.events.ZmqKvEventPublisher.HEARTBEAT_MILLIS;
 
     final PrefixIndex index = new PrefixIndex();
     final KvMetrics metrics = new KvMetrics();
@@ -84,14 +86,28 @@ final class KvRouter implements AutoCloseable {
         return feed;
     }
 
+    /**
+     * Reads one engine's stream. A link silent for {@link #SILENCE_MILLIS} is reconnected (the gap that follows
+     * resynchronises), while nothing was ever heard or the publisher sends heartbeats (a kvconnector publisher:
+     * its topic has an epoch); a vLLM engine, which sends none, may be silent while idle.
+     */
     private void read(ZmqKvEventSubscriber sub, KvEventFeed feed) {
+        long heard = System.nanoTime();
         while (running) {
             try {
                 KvEventBatch b = sub.receive(POLL_MILLIS);
                 if (b != null) {
+                    heard = System.nanoTime();
                     feed.accept(b);
+                } else if (System.nanoTime() - heard > SILENCE_MILLIS * 1_000_000L
+                        && (feed.source() == null || feed.source().epoch() != 0)) {
+                    metrics.reconnects.increment();
+                    LOG.info("KV events of {}: nothing for {} ms; reconnecting", feed.instance, SILENCE_MILLIS);
+                    sub.reconnect();
+                    heard = System.nanoTime();
                 }
             } catch (MalformedEventException e) {
+                heard = System.nanoTime();
                 feed.malformed(e);
             } catch (RuntimeException e) {
                 if (running) {

@@ -68,6 +68,29 @@ class KvEventsEndToEndTest extends ProxyTestBase {
     }
 
     @Test
+    void aLinkSilentForThreeHeartbeatsIsReconnectedAndPicksUpAPublisherThatCameLate() throws Exception {
+        var p = instance("p");
+        var d = instance("d");
+        int port;
+        try (java.net.ServerSocket free = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            port = free.getLocalPort();
+        }
+        String endpoint = "tcp://127.0.0.1:" + port;
+        XpydProxy proxy = start(config().policy(Policy.KV_AWARE).prefill(p.address()).decode(d.address())
+                .kvEvents(new KvEventEndpoint(p.address(), endpoint, null)));
+        KvRouter router = proxy.kvRouter();
+        await(() -> router.metrics.reconnects.sum() >= 1, "the silent link is reconnected");
+        try (KVStore store = KVStores.open("memory:?capacity=64MiB");
+             ZmqKvEventPublisher late = ZmqKvEventPublisher.bind(endpoint, null)) {
+            await(() -> {
+                insert(store, late, p.address(), PROMPT);
+                return router.index.size() == 5;
+            }, "the late publisher's chunks are indexed");
+        }
+        assertTrue(get(proxy, "/metrics").body().contains("xpyd_kv_event_reconnects_total "));
+    }
+
+    @Test
     void aBadEventEndpointFailsTheStartNamingItAndLeavesNothingRunning() throws Exception {
         var d = instance("d");
         XpydProxy proxy = new XpydProxy(config().policy(Policy.KV_AWARE).decode(d.address())
