@@ -57,7 +57,7 @@ final class ChunkObjectDropSession implements DropSession {
 
     /** Runs the load; a failure (not a miss) is kept and rethrown to whoever waits. */
     void run() {
-        progress.run(this::load);
+        progress.run(() -> connector.emitResult(geo, load()));
     }
 
     private DropResult load() {
@@ -290,6 +290,7 @@ final class ChunkObjectDropSession implements DropSession {
             }
         }
         connector.removeOrKeep(keys, k, "drop-select", true);
+        connector.emitConsumed(geo, chunks);
     }
 
     @Override

@@ -257,6 +257,7 @@ final class ChunkObjectInsertSession implements InsertSession, InsertChannel {
         state = State.COMMITTED;
         releaseStaging();
         connector.metricsRecorder().recordCommit();
+        connector.emitStored(geo, geo.chunks.length);
     }
 
     private void awaitPuts() {

@@ -46,6 +46,8 @@ public final class ConnectorConfiguration {
     public static final String LAYER_TIMEOUT_MS_PROP_NAME = "kvc.connector.layer.timeout.ms";
     /** {@value} ms. */
     public static final long LAYER_TIMEOUT_MS_DEFAULT = 10_000;
+    /** The name this connector's KV events carry as their instance; by default {@code <pid>@<host name>}. */
+    public static final String INSTANCE_PROP_NAME = "kvc.connector.instance";
 
     private ConnectorConfiguration() {
     }
@@ -53,6 +55,21 @@ public final class ConnectorConfiguration {
     /** {@link #KEY_SCHEME_PROP_NAME} or its default. */
     public static String keyScheme() {
         return System.getProperty(KEY_SCHEME_PROP_NAME, KEY_SCHEME_DEFAULT);
+    }
+
+    /** {@link #INSTANCE_PROP_NAME}, or by default {@code <pid>@<host name>}. */
+    public static String instance() {
+        String set = System.getProperty(INSTANCE_PROP_NAME);
+        if (set != null) {
+            return set;
+        }
+        String host;
+        try {
+            host = java.net.InetAddress.getLocalHost().getHostName();
+        } catch (java.net.UnknownHostException e) {
+            host = "localhost";
+        }
+        return ProcessHandle.current().pid() + "@" + host;
     }
 
     /** {@link #CHUNK_TOKENS_PROP_NAME} or its default. */

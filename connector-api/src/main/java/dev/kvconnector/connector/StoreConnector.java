@@ -7,11 +7,15 @@ import dev.kvconnector.codec.RawLayerCodec;
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.ErrorHandler;
 import dev.kvconnector.error.KVException;
+import dev.kvconnector.events.KvEventEmitter;
+import dev.kvconnector.events.KvEventListener;
+import dev.kvconnector.events.RemovalReason;
 import dev.kvconnector.key.ChunkKeys;
 import dev.kvconnector.key.KeyContext;
 import dev.kvconnector.key.KeyPlan;
 import dev.kvconnector.key.KeyScheme;
 import dev.kvconnector.key.KeySchemes;
+import dev.kvconnector.key.KvcV1KeyScheme;
 import dev.kvconnector.key.RequestTokens;
 import dev.kvconnector.layout.KVLayout;
 import dev.kvconnector.memory.SegmentPool;
@@ -86,6 +90,8 @@ public final class StoreConnector implements KVStoreConnector {
     private final Resources resources = new Resources();
     private final ConnectorMetrics metrics = new ConnectorMetrics();
     private final ErrorHandler errorHandler;
+    /** Null without a listener, so the paths that emit test one field and allocate nothing. */
+    private final KvEventEmitter events;
     private volatile boolean closed;
     private volatile boolean warnedNoRemove;
 
@@ -137,6 +143,11 @@ public final class StoreConnector implements KVStoreConnector {
                     t.setDaemon(true);
                     return t;
                 }, new ThreadPoolExecutor.CallerRunsPolicy());
+        this.events = b.events == null ? null : new KvEventEmitter(b.events,
+                b.instanceId != null ? b.instanceId : ConnectorConfiguration.instance(), store.uri(), scheme.name(),
+                chunkTokens, KvcV1KeyScheme.NAME.equals(scheme.name())
+                        ? java.util.HexFormat.of().formatHex(KvcV1KeyScheme.rootHash(keyContext, null)) : null,
+                errorHandler);
     }
 
     /** Starts a builder for a connector over {@code store} with {@code layout}; the caller closes the store. */
@@ -378,6 +389,29 @@ public final class StoreConnector implements KVStoreConnector {
         }
     }
 
+    /** The first {@code count} chunks of {@code geo} were committed: a stored event each, when listened to. */
+    void emitStored(ChunkGeometry geo, int count) {
+        if (events != null) {
+            events.stored(geo.chunks, count, layout.numLayers());
+        }
+    }
+
+    /** The first {@code count} chunks of {@code geo} were consumed; an event each when the store removed them. */
+    void emitConsumed(ChunkGeometry geo, int count) {
+        if (events != null && removes) {
+            events.removed(geo.chunks, count, RemovalReason.CONSUMED);
+        }
+    }
+
+    /** Returns {@code result}, after a load-failure event when it is a miss and someone listens. */
+    DropResult emitResult(ChunkGeometry geo, DropResult result) {
+        if (events != null && result.reason() != null) {
+            events.loadFailed(geo.chunks.length == 0 ? null : geo.chunks[0], result.reason(),
+                    result.requestedTokens());
+        }
+        return result;
+    }
+
     void execute(Runnable task) {
         io.execute(task);
     }
@@ -544,6 +578,9 @@ public final class StoreConnector implements KVStoreConnector {
         private int ioThreads = ConnectorConfiguration.ioThreads();
         private long layerTimeoutMillis = ConnectorConfiguration.layerTimeoutMillis();
         private ErrorHandler errorHandler = ErrorHandler.LOGGING;
+        private KvEventListener events;
+        /** Null for {@link ConnectorConfiguration#instance()}, read only when there are events: it looks up the host. */
+        private String instanceId;
 
         private Builder(KVStore store, String storeUri, KVLayout layout) {
             if (layout == null) {
@@ -557,6 +594,22 @@ public final class StoreConnector implements KVStoreConnector {
         /** Receives failures on the connector's I/O threads (default {@link ErrorHandler#LOGGING}). */
         public Builder errorHandler(ErrorHandler handler) {
             this.errorHandler = handler;
+            return this;
+        }
+
+        /**
+         * Receives the connector's KV events (default none, and then the paths allocate nothing for them): a chunk
+         * stored at an insert's commit, removed when a consume-mode drop-select removes it, and a load failure for
+         * every drop-select miss. {@link dev.kvconnector.events.ZmqKvEventPublisher} publishes them on a socket.
+         */
+        public Builder events(KvEventListener listener) {
+            this.events = listener;
+            return this;
+        }
+
+        /** The instance name the events carry (default {@link ConnectorConfiguration#instance()}). */
+        public Builder instanceId(String name) {
+            this.instanceId = name;
             return this;
         }
 

@@ -71,7 +71,7 @@ final class StoreDropSession implements DropSession {
 
     /** Runs the load; a failure (not a miss) is kept and rethrown to whoever waits. */
     void run() {
-        progress.run(this::load);
+        progress.run(() -> connector.emitResult(geo, load()));
     }
 
     private DropResult load() {
@@ -450,6 +450,7 @@ final class StoreDropSession implements DropSession {
             }
         }
         connector.removeOrKeep(keys, k, "drop-select", true);
+        connector.emitConsumed(geo, chunks);
     }
 
     @Override

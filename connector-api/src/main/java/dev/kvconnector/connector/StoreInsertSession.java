@@ -389,6 +389,7 @@ final class StoreInsertSession implements InsertSession, InsertChannel {
         }
         state = State.COMMITTED;
         connector.metricsRecorder().recordCommit();
+        connector.emitStored(geo, n);
     }
 
     @Override

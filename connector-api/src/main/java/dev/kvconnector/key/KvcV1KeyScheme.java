@@ -82,6 +82,31 @@ public final class KvcV1KeyScheme implements KeyScheme {
                 : planFromEngineHashes(sha, previous, layers, request);
     }
 
+    /**
+     * The seed {@code h_{-1}} of a context's chains, for {@code namespace} (null for none): the parent of every
+     * request's first chunk. A router that knows it computes the chunk hashes of a prompt's tokens with
+     * {@link #planFromRoot} without knowing the layout.
+     */
+    public static byte[] rootHash(KeyContext context, String namespace) {
+        String ns = namespace == null ? "" : namespace;
+        requireNoNul("model id", context.modelId());
+        requireNoNul("namespace", ns);
+        return sha256().digest(seedText(context, ns).getBytes(StandardCharsets.UTF_8));
+    }
+
+    /**
+     * The plan of {@code request}'s tokens in chunks of {@code chunkTokens} from the seed {@code root}
+     * ({@link #rootHash}), with {@code layers} layer keys per chunk (0 when only the hashes are wanted): the same
+     * hashes as {@link #plan} for the context the seed came from.
+     */
+    public static KeyPlan planFromRoot(byte[] root, int chunkTokens, int layers, RequestTokens request) {
+        if (root == null || root.length != 32 || chunkTokens < 1 || !request.hasTokens()) {
+            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "planFromRoot needs a 32-byte root, chunkTokens >= 1 ("
+                    + chunkTokens + ") and token ids").operation("plan").build();
+        }
+        return planFromTokens(sha256(), root, chunkTokens, layers, request);
+    }
+
     private static KeyPlan planFromTokens(MessageDigest sha, byte[] seed, int chunkTokens, int layers,
                                           RequestTokens request) {
         int total = request.totalTokens();

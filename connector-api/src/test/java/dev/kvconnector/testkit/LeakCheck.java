@@ -61,6 +61,9 @@ public final class LeakCheck implements BeforeEachCallback, AfterEachCallback {
     /** Name prefixes of the threads kvconnector starts; each is followed by where it starts them. */
     static final List<String> OWNED_THREAD_PREFIXES = List.of(
             "kvconnector-io-",     // connector-api StoreConnector: the I/O pool
+            "kvconnector-kv-",     // connector-api ZmqKvEventPublisher; proxy's KV event feeds
+            "reaper-",             // jeromq ZContext (a KV event publisher or subscriber left open)
+            "iothread-",           // jeromq ZContext
             "kvc-resp-watchdog-",  // connector-valkey ConnectionPool
             "kvc-tiered-write-back-", // connector-api TieredStore: the write-back
             "mooncake-setup",      // connector-mooncake MooncakeSetup

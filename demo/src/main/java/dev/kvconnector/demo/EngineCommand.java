@@ -7,6 +7,7 @@ import dev.kvconnector.store.KVStore;
 import dev.kvconnector.store.KVStores;
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
+import dev.kvconnector.events.ZmqKvEventPublisher;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
@@ -63,6 +64,15 @@ public final class EngineCommand implements Callable<Integer> {
             description = "How long a layer-wise load waits for the producer, in ms (default ${DEFAULT-VALUE}).")
     long layerTimeoutMillis;
 
+    @Option(names = "--kv-events", paramLabel = "ENDPOINT",
+            description = "Publish the connector's KV events in vLLM's wire format on this ZMQ PUB endpoint, such as "
+                    + "tcp://*:5557 (for kvctl proxy --policy kv-aware); port 0 picks one.")
+    String kvEvents;
+
+    @Option(names = "--kv-events-replay", paramLabel = "ENDPOINT",
+            description = "The ROUTER endpoint that answers replays and snapshots of the KV events, such as tcp://*:5558.")
+    String kvEventsReplay;
+
     /** Entry point. */
     public static void main(String[] args) {
         System.exit(new CommandLine(new EngineCommand()).execute(args));
@@ -98,36 +108,43 @@ public final class EngineCommand implements Callable<Integer> {
         boolean namespaced = KeySchemes.byName(scheme).bindsNamespace();
         KVStoreConnector connector = null;
         Engine engine = null;
+        ZmqKvEventPublisher events = null;
         try {
             if (kvStore != null) {
-                connector = KVStoreConnector.builder(kvStore, config.kvLayout()).modelId(config.modelId())
+                var cb = KVStoreConnector.builder(kvStore, config.kvLayout()).modelId(config.modelId())
                         .keyScheme(scheme).layerTimeoutMillis(layerTimeoutMillis)
                         // Keys without a namespace are shared by every request with the prefix: keep them for those.
-                        .dropMode(namespaced ? DropMode.CONSUME : DropMode.RETAIN).build();
+                        .dropMode(namespaced ? DropMode.CONSUME : DropMode.RETAIN);
+                if (kvEvents != null) {
+                    events = ZmqKvEventPublisher.bind(kvEvents, kvEventsReplay);
+                    cb.events(events).instanceId(host + ":" + port);
+                }
+                connector = cb.build();
             }
             Engine.Builder eb = Engine.builder(weights).role(kvRole, connector).layerWise(layerWise);
             if (kvBlocks > 0) {
                 eb.cacheBlocks(kvBlocks);
             }
             engine = eb.build();
-            return new Running(EngineServer.start(engine, host, port, modelName), engine, connector, kvStore);
+            return new Running(EngineServer.start(engine, host, port, modelName), engine, connector, events, kvStore);
         } catch (RuntimeException e) {
-            new Running(null, engine, connector, kvStore).close();
+            new Running(null, engine, connector, events, kvStore).close();
             throw e;
         }
     }
 
     /**
-     * A started instance: its server, engine, connector and store (the last two null with role none). Closing
-     * stops the server and frees everything in reverse order.
+     * A started instance: its server, engine, connector, event publisher and store (all but the first two null with
+     * role none). Closing stops the server and frees everything in reverse order.
      *
      * @param server the HTTP server
      * @param engine the engine
      * @param connector the connector, or null
+     * @param events the connector's KV event publisher ({@code --kv-events}), or null
      * @param store the store, or null
      */
-    public record Running(EngineServer server, Engine engine, KVStoreConnector connector, KVStore store)
-            implements AutoCloseable {
+    public record Running(EngineServer server, Engine engine, KVStoreConnector connector, ZmqKvEventPublisher events,
+                          KVStore store) implements AutoCloseable {
         @Override
         public void close() {
             if (server != null) {
@@ -138,6 +155,9 @@ public final class EngineCommand implements Callable<Integer> {
             }
             if (connector != null) {
                 connector.close();
+            }
+            if (events != null) {
+                events.close();
             }
             if (store != null) {
                 store.close();

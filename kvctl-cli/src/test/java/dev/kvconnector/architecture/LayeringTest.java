@@ -33,7 +33,7 @@ class LayeringTest {
     private static final String[] API = {"dev.kvconnector.tensor..", "dev.kvconnector.layout..",
         "dev.kvconnector.paged..", "dev.kvconnector.memory..", "dev.kvconnector.key..", "dev.kvconnector.codec..",
         "dev.kvconnector.store..", "dev.kvconnector.connector..", "dev.kvconnector.config..",
-        "dev.kvconnector.error..", "dev.kvconnector.workload..", "dev.kvconnector.cuda.."};
+        "dev.kvconnector.error..", "dev.kvconnector.workload..", "dev.kvconnector.cuda..", "dev.kvconnector.events.."};
     private static final String[] BACKENDS_AND_TOOLS = {"dev.kvconnector.valkey..", "dev.kvconnector.mooncake..",
         "dev.kvconnector.lmcache..", "dev.kvconnector.proxy..", "dev.kvconnector.demo..", "dev.kvconnector.kvctl.."};
 

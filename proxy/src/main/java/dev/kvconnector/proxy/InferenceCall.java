@@ -32,6 +32,8 @@ final class InferenceCall {
     private final String requestId;
     private final boolean stream;
     private final long affinity;
+    /** What the prefix index says about the prompt under {@link Policy#KV_AWARE}, else null. */
+    private final KvRoute route;
     private final long startNanos;
     private boolean clientGone;
     private boolean responded;
@@ -61,6 +63,7 @@ final class InferenceCall {
         this.stream = body.path("stream").asBoolean(false);
         this.affinity = config.policy() == Policy.PREFIX_AFFINITY
                 ? PromptAffinity.hash(body, config.prefixAffinityChars()) : 0L;
+        this.route = proxy.kvRouter() == null ? null : proxy.kvRouter().route(body);
         this.startNanos = startNanos;
     }
 
@@ -69,6 +72,16 @@ final class InferenceCall {
         client.call = this;
         if (!client.channel.isActive()) {
             clientGone();
+            return;
+        }
+        if (route != null && route.unhashed != null) {
+            proxy.kvRouter().metrics.decided(route.unhashed);
+        } else if (route != null && route.storeHoldsPrompt()) {
+            // The store holds every chunk: D loads the prompt, nothing to prefill. A stale index entry makes this a
+            // miss on D, which recomputes: slower, never a failure.
+            proxy.kvRouter().metrics.decided(KvMetrics.Reason.STORE_HIT);
+            proxy.metrics.kvDecodeOnly.increment();
+            startDecode(null);
             return;
         }
         switch (config.flow()) {
@@ -129,8 +142,12 @@ final class InferenceCall {
     /** The next prefill attempt, or the end of the prefill when none is left. */
     private void nextPrefill() {
         if (prefillAttempts < config.maxPrefillAttempts()) {
-            Instance p = proxy.selector(Role.PREFILL).pick(proxy.pool.list(Role.PREFILL), prefillTried, affinity);
+            Instance p = proxy.selector(Role.PREFILL).pick(proxy.pool.list(Role.PREFILL), prefillTried, affinity,
+                    route);
             if (p != null) {
+                if (prefillAttempts == 0) {
+                    recordKvDecision(p);
+                }
                 if (prefillAttempts > 0) {
                     proxy.metrics.prefillRetries.increment();
                 }
@@ -140,6 +157,14 @@ final class InferenceCall {
             }
         }
         prefillExhausted();
+    }
+
+    /** Counts the kv-aware decision for a hashed prompt's first prefill: to a cache hit, or by load. */
+    private void recordKvDecision(Instance p) {
+        if (route != null && route.unhashed == null) {
+            proxy.kvRouter().metrics.decided(route.overlap(proxy.kvRouter().publisher(p)) > 0
+                    ? KvMetrics.Reason.CACHE_HIT : KvMetrics.Reason.LOAD);
+        }
     }
 
     private void prefillFailed(Instance p, String failure) {
@@ -257,8 +282,11 @@ final class InferenceCall {
 
         void next() {
             if (attempt < attempts && !cancelled) {
-                Instance p = proxy.selector(Role.PREFILL).pick(proxy.pool.list(Role.PREFILL), tried, affinity);
+                Instance p = proxy.selector(Role.PREFILL).pick(proxy.pool.list(Role.PREFILL), tried, affinity, route);
                 if (p != null) {
+                    if (attempt == 0) {
+                        recordKvDecision(p);
+                    }
                     if (attempt > 0) {
                         proxy.metrics.prefillRetries.increment();
                     }
@@ -340,7 +368,7 @@ final class InferenceCall {
 
     private void nextDecode() {
         if (decodeAttempts < config.maxDecodeAttempts()) {
-            Instance d = proxy.selector(Role.DECODE).pick(proxy.pool.list(Role.DECODE), decodeTried, affinity);
+            Instance d = proxy.selector(Role.DECODE).pick(proxy.pool.list(Role.DECODE), decodeTried, affinity, route);
             if (d != null) {
                 if (decodeAttempts > 0) {
                     proxy.metrics.decodeRetries.increment();

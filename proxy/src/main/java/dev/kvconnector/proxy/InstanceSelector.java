@@ -10,11 +10,25 @@ import java.util.concurrent.atomic.AtomicLong;
 abstract sealed class InstanceSelector {
 
     static InstanceSelector of(Policy policy) {
+        return of(policy, null);
+    }
+
+    /** The selector of {@code policy}; {@link Policy#KV_AWARE} reads {@code router}'s publisher numbers. */
+    static InstanceSelector of(Policy policy, KvRouter router) {
         return switch (policy) {
             case ROUND_ROBIN -> new RoundRobin();
             case LEAST_OUTSTANDING -> new LeastOutstanding();
             case PREFIX_AFFINITY -> new PrefixAffinity();
+            case KV_AWARE -> new KvAware(router);
         };
+    }
+
+    /**
+     * {@link #pick(List, List, long)} with what the prefix index says about the request; only {@link KvAware} reads
+     * {@code route}.
+     */
+    Instance pick(List<Instance> instances, List<Instance> tried, long affinity, KvRoute route) {
+        return pick(instances, tried, affinity);
     }
 
     /**
@@ -87,6 +101,45 @@ abstract sealed class InstanceSelector {
                 if ((best == null || weight > bestWeight) && eligible(i, tried)) {
                     best = i;
                     bestWeight = weight;
+                }
+            }
+            return best;
+        }
+    }
+
+    /** {@link Policy#KV_AWARE}: {@code 2 * overlap - load}, ties round robin; without a route, least outstanding. */
+    static final class KvAware extends InstanceSelector {
+        private final AtomicLong next = new AtomicLong();
+        private final KvRouter router;
+        private final LeastOutstanding unrouted = new LeastOutstanding();
+
+        KvAware(KvRouter router) {
+            this.router = router;
+        }
+
+        @Override
+        Instance pick(List<Instance> instances, List<Instance> tried, long affinity) {
+            return unrouted.pick(instances, tried, affinity);
+        }
+
+        @Override
+        Instance pick(List<Instance> instances, List<Instance> tried, long affinity, KvRoute route) {
+            if (route == null || route.unhashed != null) {
+                return unrouted.pick(instances, tried, affinity);
+            }
+            int n = instances.size();
+            if (n == 0) {
+                return null;
+            }
+            int start = (int) Math.floorMod(next.getAndIncrement(), (long) n);
+            Instance best = null;
+            long bestScore = Long.MIN_VALUE;
+            for (int k = 0; k < n; k++) {
+                Instance i = instances.get((start + k) % n);
+                long score = 2L * route.overlap(router.publisher(i)) - i.outstanding.get();
+                if (score > bestScore && eligible(i, tried)) {
+                    best = i;
+                    bestScore = score;
                 }
             }
             return best;

@@ -11,5 +11,12 @@ public enum Policy {
      * rendezvous hashing, so a repeated prefix lands where its KV is likely cached. When that instance is
      * unhealthy, the next instance in that prompt's hash order takes it; other prompts keep their instance.
      */
-    PREFIX_AFFINITY
+    PREFIX_AFFINITY,
+    /**
+     * Where the prompt's KV already is, from the engines' KV events ({@link KvRouter}): each instance scores
+     * {@code 2 * overlap - load}, the chunks of the prompt's prefix in its own cache minus its requests in flight;
+     * the best scorer takes it, ties go round robin. When the shared store holds the whole prompt, P is skipped and D
+     * loads it (a decode-only request, counted). Requests the proxy cannot hash go to the least loaded instance.
+     */
+    KV_AWARE
 }

@@ -52,8 +52,18 @@ public final class ProxyCommand implements Callable<Integer> {
     ProxyFlow flow;
 
     @Option(names = "--policy", defaultValue = "round-robin", converter = PolicyChoice.class,
-            description = "round-robin, least-outstanding or prefix-affinity (default: ${DEFAULT-VALUE}).")
+            description = "round-robin, least-outstanding, prefix-affinity or kv-aware (default: ${DEFAULT-VALUE}).")
     Policy policy;
+
+    @Option(names = "--kv-events", paramLabel = "HOST:PORT=PUB[,REPLAY]", converter = KvEventsChoice.class,
+            description = "An engine's KV event endpoints for --policy kv-aware, e.g. "
+                    + "10.0.0.5:8100=tcp://10.0.0.5:5557,tcp://10.0.0.5:5558; repeat per engine.")
+    List<KvEventEndpoint> kvEvents = new ArrayList<>();
+
+    @Option(names = "--kv-tokenizer", defaultValue = "bytes", converter = KvTokenizerChoice.class,
+            description = "How kv-aware tokenizes text prompts: bytes (the demo engine's UTF-8 bytes) or token-ids "
+                    + "(only token-id prompts are routed by cache) (default: ${DEFAULT-VALUE}).")
+    KvTokenizer kvTokenizer;
 
     @Option(names = "--on-prefill-failure", defaultValue = "retry", converter = PrefillFailureChoice.class,
             description = "retry (another prefill instance) or decode-only (default: ${DEFAULT-VALUE}).")
@@ -128,7 +138,7 @@ public final class ProxyCommand implements Callable<Integer> {
 
     /** Turns the options into a validated config; throws {@link IllegalArgumentException} naming a bad one. */
     ProxyConfig toConfig() throws IOException {
-        return ProxyConfig.builder(model)
+        ProxyConfig.Builder b = ProxyConfig.builder(model)
                 .prefill(prefill.toArray(String[]::new))
                 .decode(decode.toArray(String[]::new))
                 .bindHost(host)
@@ -148,7 +158,9 @@ public final class ProxyCommand implements Callable<Integer> {
                 .startupCheck(startupCheck)
                 .prefixAffinityChars(prefixChars)
                 .adminApiKey(adminKey())
-                .build();
+                .kvTokenizer(kvTokenizer);
+        kvEvents.forEach(b::kvEvents);
+        return b.build();
     }
 
     private String adminKey() throws IOException {
@@ -185,6 +197,24 @@ public final class ProxyCommand implements Callable<Integer> {
         @Override
         public Policy convert(String value) {
             return choice(Policy.class, value);
+        }
+    }
+
+    static final class KvEventsChoice implements CommandLine.ITypeConverter<KvEventEndpoint> {
+        @Override
+        public KvEventEndpoint convert(String value) {
+            try {
+                return KvEventEndpoint.parse(value);
+            } catch (IllegalArgumentException e) {
+                throw new CommandLine.TypeConversionException(e.getMessage());
+            }
+        }
+    }
+
+    static final class KvTokenizerChoice implements CommandLine.ITypeConverter<KvTokenizer> {
+        @Override
+        public KvTokenizer convert(String value) {
+            return choice(KvTokenizer.class, value);
         }
     }
 

@@ -33,6 +33,8 @@ import java.util.Objects;
  * @param startupCheck          what start does when an instance does not serve {@code model}
  * @param prefixAffinityChars   prompt characters hashed by {@link Policy#PREFIX_AFFINITY}
  * @param adminApiKey           key required in {@code X-API-Key} by the admin endpoints; null disables them (500)
+ * @param kvEvents              the engines' KV event endpoints, read by {@link Policy#KV_AWARE}
+ * @param kvTokenizer           how {@link Policy#KV_AWARE} tokenizes a text prompt
  */
 public record ProxyConfig(
         String model,
@@ -58,7 +60,9 @@ public record ProxyConfig(
         int readmitAfterSuccesses,
         StartupCheck startupCheck,
         int prefixAffinityChars,
-        String adminApiKey) {
+        String adminApiKey,
+        List<KvEventEndpoint> kvEvents,
+        KvTokenizer kvTokenizer) {
 
     /** Default listening port, as in vLLM's proxy demo. */
     public static final int DEFAULT_PORT = 8000;
@@ -114,6 +118,15 @@ public record ProxyConfig(
         if (adminApiKey != null && adminApiKey.isEmpty()) {
             adminApiKey = null;
         }
+        kvEvents = List.copyOf(kvEvents);
+        if (kvEvents.stream().map(KvEventEndpoint::instance).distinct().count() != kvEvents.size()) {
+            throw new IllegalArgumentException("two KV event endpoints for one instance: " + kvEvents);
+        }
+        if (kvEvents.size() > PrefixIndex.MAX_PUBLISHERS) {
+            throw new IllegalArgumentException(kvEvents.size() + " KV event endpoints; at most "
+                    + PrefixIndex.MAX_PUBLISHERS);
+        }
+        Objects.requireNonNull(kvTokenizer, "kvTokenizer");
     }
 
     private static void positive(String name, int value) {
@@ -133,7 +146,7 @@ public record ProxyConfig(
     public String toString() {
         return "ProxyConfig[model=" + model + ", prefill=" + prefill + ", decode=" + decode + ", bind=" + bindHost
                 + ":" + port + ", flow=" + flow + ", policy=" + policy + ", onPrefillFailure=" + onPrefillFailure
-                + ", adminApiKey=" + (adminApiKey == null ? "unset" : "****") + "]";
+                + ", kvEvents=" + kvEvents + ", kvTokenizer=" + kvTokenizer + ", adminApiKey=" + (adminApiKey == null ? "unset" : "****") + "]";
     }
 
     /** Starts a builder with the defaults for everything but the model. */
@@ -167,6 +180,8 @@ public record ProxyConfig(
         private StartupCheck startupCheck = StartupCheck.FAIL;
         private int prefixAffinityChars = 256;
         private String adminApiKey;
+        private final List<KvEventEndpoint> kvEvents = new ArrayList<>();
+        private KvTokenizer kvTokenizer = KvTokenizer.BYTES;
 
         private Builder(String model) {
             this.model = model;
@@ -218,13 +233,18 @@ public record ProxyConfig(
         public Builder prefixAffinityChars(int v) { prefixAffinityChars = v; return this; }
         /** Key for the admin endpoints; null (default) answers them with 500. */
         public Builder adminApiKey(String v) { adminApiKey = v; return this; }
+        /** Adds an engine's KV event endpoints (see {@link KvEventEndpoint}). */
+        public Builder kvEvents(KvEventEndpoint v) { kvEvents.add(v); return this; }
+        /** See {@link ProxyConfig#kvTokenizer()}; default {@link KvTokenizer#BYTES}. */
+        public Builder kvTokenizer(KvTokenizer v) { kvTokenizer = v; return this; }
 
         /** Validates and returns the config; throws {@link IllegalArgumentException} naming the bad value. */
         public ProxyConfig build() {
             return new ProxyConfig(model, prefill, decode, bindHost, port, flow, policy, onPrefillFailure,
                     maxPrefillAttempts, maxDecodeAttempts, connectTimeout, firstByteTimeout, totalTimeout,
                     clientIdleTimeout, maxRequestBytes, maxResponseBytes, healthInterval, healthTimeout, healthPath,
-                    ejectAfterFailures, readmitAfterSuccesses, startupCheck, prefixAffinityChars, adminApiKey);
+                    ejectAfterFailures, readmitAfterSuccesses, startupCheck, prefixAffinityChars, adminApiKey,
+                    kvEvents, kvTokenizer);
         }
     }
 }

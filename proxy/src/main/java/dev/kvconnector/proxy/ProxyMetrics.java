@@ -27,6 +27,8 @@ final class ProxyMetrics {
     final LongAdder prefillRetries = new LongAdder();
     final LongAdder decodeRetries = new LongAdder();
     final LongAdder decodeOnlyFallbacks = new LongAdder();
+    /** Requests the kv-aware policy sent straight to D because the shared store held their whole prompt. */
+    final LongAdder kvDecodeOnly = new LongAdder();
     final LongAdder staleConnectionRetries = new LongAdder();
     final Histogram clientFirstByte = new Histogram();
 
@@ -44,7 +46,8 @@ final class ProxyMetrics {
         responses.computeIfAbsent(status, k -> new LongAdder()).increment();
     }
 
-    String render(InstancePool pool) {
+    /** The series, with the kv-aware policy's when {@code kv} is not null. */
+    String render(InstancePool pool, KvRouter kv) {
         StringBuilder out = new StringBuilder(4096);
         out.append("# HELP xpyd_proxy_responses_total Responses the proxy sent to clients, by HTTP status.\n")
                 .append("# TYPE xpyd_proxy_responses_total counter\n");
@@ -57,6 +60,8 @@ final class ProxyMetrics {
                 decodeRetries);
         counter(out, "xpyd_proxy_decode_only_total", "Requests decoded without a prefill after prefill failed.",
                 decodeOnlyFallbacks);
+        counter(out, "xpyd_proxy_kv_decode_only_total", "Requests decoded without a prefill because the shared store"
+                + " held their whole prompt (kv-aware policy).", kvDecodeOnly);
         counter(out, "xpyd_proxy_stale_connection_retries_total", "Requests sent again to the same instance because"
                 + " a reused keep-alive connection closed before the response started.", staleConnectionRetries);
         out.append("# HELP xpyd_proxy_client_first_byte_seconds Time from a client request to its first answer byte.\n")
@@ -89,6 +94,9 @@ final class ProxyMetrics {
                 "Time from sending to an instance to its first body byte.");
         for (Instance i : instances) {
             of(i).firstByte.render(out, "xpyd_instance_first_byte_seconds", labels(i));
+        }
+        if (kv != null) {
+            kv.metrics.render(out, kv.index);
         }
         return out.toString();
     }

@@ -103,6 +103,8 @@ public final class XpydProxy implements AutoCloseable {
     private final boolean epoll = Epoll.isAvailable();
     private final InstanceSelector prefillSelector;
     private final InstanceSelector decodeSelector;
+    /** The prefix index and its event feeds under {@link Policy#KV_AWARE}, else null. */
+    private final KvRouter kvRouter;
     private final byte[] adminKeyDigest;
     private final AtomicLong requestCounter = new AtomicLong();
     private final String idPrefix = "xpyd-" + Long.toHexString(System.nanoTime() & 0xffffffL) + "-";
@@ -115,8 +117,9 @@ public final class XpydProxy implements AutoCloseable {
     public XpydProxy(ProxyConfig config) {
         this.config = config;
         this.pool = new InstancePool(config.prefill(), config.decode());
-        this.prefillSelector = InstanceSelector.of(config.policy());
-        this.decodeSelector = InstanceSelector.of(config.policy());
+        this.kvRouter = config.policy() == Policy.KV_AWARE ? new KvRouter(config.kvTokenizer()) : null;
+        this.prefillSelector = InstanceSelector.of(config.policy(), kvRouter);
+        this.decodeSelector = InstanceSelector.of(config.policy(), kvRouter);
         this.adminKeyDigest = config.adminApiKey() == null ? null : sha256(config.adminApiKey());
         this.client = HttpClient.newBuilder()
                 .version(HttpClient.Version.HTTP_1_1)
@@ -145,6 +148,14 @@ public final class XpydProxy implements AutoCloseable {
         if (config.startupCheck() != StartupCheck.OFF) {
             checkModels();
         }
+        if (kvRouter != null) {
+            if (config.kvEvents().isEmpty()) {
+                LOG.warn("policy kv-aware without --kv-events: no engine reports its KV, so every request goes to the"
+                        + " least loaded instances");
+            }
+            // Before the port is bound, so a bad endpoint fails the start with nothing left listening.
+            kvRouter.subscribe(config.kvEvents());
+        }
         if (!epoll) {
             LOG.info("Netty's native epoll transport is not available ({}); serving with Java NIO",
                     Epoll.unavailabilityCause().toString());
@@ -172,6 +183,7 @@ public final class XpydProxy implements AutoCloseable {
         if (!config.healthInterval().isZero()) {
             health = new HealthChecker(config, pool, client);
         }
+
         LOG.info("XpYd proxy listening on {}:{} for model {}: {} prefill {}, {} decode {}, flow {}, policy {}",
                 config.bindHost(), port(), config.model(), config.prefill().size(), config.prefill(),
                 config.decode().size(), config.decode(), config.flow(), config.policy());
@@ -227,6 +239,9 @@ public final class XpydProxy implements AutoCloseable {
             health.close();
             health = null;
         }
+        if (kvRouter != null) {
+            kvRouter.close();
+        }
         if (server != null) {
             server.close().syncUninterruptibly();
             server = null;
@@ -255,6 +270,11 @@ public final class XpydProxy implements AutoCloseable {
         }
     }
 
+    /** The kv-aware policy's router, or null under another policy. */
+    KvRouter kvRouter() {
+        return kvRouter;
+    }
+
     InstanceSelector selector(Role role) {
         return role == Role.PREFILL ? prefillSelector : decodeSelector;
     }
@@ -272,7 +292,7 @@ public final class XpydProxy implements AutoCloseable {
                 case "/status" -> get(ex, this::status);
                 case "/health" -> get(ex, this::health);
                 case "/metrics" -> get(ex, e -> e.send(200, "text/plain; version=0.0.4; charset=utf-8",
-                        metrics.render(pool).getBytes(StandardCharsets.UTF_8)));
+                        metrics.render(pool, kvRouter).getBytes(StandardCharsets.UTF_8)));
                 case "/instances/add" -> clientThreads.execute(() -> adminOnVirtualThread(ex, true));
                 case "/instances/remove" -> clientThreads.execute(() -> adminOnVirtualThread(ex, false));
                 default -> reply(ex, 404, "not_found", "no endpoint " + path + "; see /v1/completions,"

@@ -46,6 +46,25 @@ class ProxyCommandTest {
     }
 
     @Test
+    void kvAwareTakesEachEnginesEventEndpointsAndATokenizer() throws Exception {
+        ProxyConfig c = parse(Map.of(), "--model", "m", "--prefill", "a:1", "--decode", "b:2", "--policy", "kv-aware",
+                "--kv-events", "a:1=tcp://a:5557,tcp://a:5558", "--kv-events", "b:2=tcp://b:5557",
+                "--kv-tokenizer", "token-ids").toConfig();
+        assertEquals(Policy.KV_AWARE, c.policy());
+        assertEquals(List.of(new KvEventEndpoint("a:1", "tcp://a:5557", "tcp://a:5558"),
+                new KvEventEndpoint("b:2", "tcp://b:5557", null)), c.kvEvents());
+        assertEquals(KvTokenizer.TOKEN_IDS, c.kvTokenizer());
+        assertEquals(KvTokenizer.BYTES, parse(Map.of(), "--model", "m", "--decode", "b:2").toConfig().kvTokenizer());
+        var bad = org.junit.jupiter.api.Assertions.assertThrows(CommandLine.ParameterException.class,
+                () -> parse(Map.of(), "--model", "m", "--decode", "b:2", "--kv-events", "b:2"));
+        assertTrue(bad.getMessage().contains("INSTANCE=PUB_ENDPOINT"), bad.getMessage());
+        var twice = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                () -> parse(Map.of(), "--model", "m", "--decode", "b:2", "--kv-events", "b:2=tcp://x:1",
+                        "--kv-events", "b:2=tcp://y:1").toConfig());
+        assertTrue(twice.getMessage().contains("two KV event endpoints"), twice.getMessage());
+    }
+
+    @Test
     void defaultsMatchVllmsDemo() throws Exception {
         ProxyConfig c = parse(Map.of(), "--model", "m", "--prefill", "a:1", "--decode", "b:2").toConfig();
         assertEquals(8000, c.port());
@@ -88,7 +107,7 @@ class ProxyCommandTest {
                 .execute("--model", "m", "--decode", "b:2", "--policy", "random");
         assertEquals(2, code);
         assertTrue(err.toString().contains("'random' is not one of [round-robin, least-outstanding,"
-                + " prefix-affinity]"), err.toString());
+                + " prefix-affinity, kv-aware]"), err.toString());
     }
 
     @Test
