@@ -20,6 +20,7 @@ import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.util.SplittableRandom;
+import java.util.stream.IntStream;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -64,6 +65,12 @@ public class P2pConnectorBenchmark {
         /** Prompt tokens (Llama-3-8B at 1024 tokens: 4 MiB a layer). */
         @Param({"1024"})
         public int tokens;
+        /**
+         * D's block table: {@code shuffled} (a running engine's: one WRITE per block and tensor) or {@code contiguous}
+         * (one WRITE per tensor), which tells the cost per WRITE request from the cost per byte.
+         */
+        @Param({"shuffled", "contiguous"})
+        public String dBlocks;
 
         KVLayout layout;
         TransferEngineConnector p;
@@ -92,7 +99,8 @@ public class P2pConnectorBenchmark {
             table = new BlockTable(PagedWorkload.shuffledBlocks(2 * blocks, blocks, r), layout.blockSize(), tokens);
             request = RequestTokens.of(new int[tokens]);
             String uri = TransferEngineBenchmark.uri();
-            Process process = TransferEngineBenchmark.Peer.launch(Decoder.class, uri, model, Integer.toString(tokens));
+            Process process = TransferEngineBenchmark.Peer.launch(Decoder.class, uri, model, Integer.toString(tokens),
+                    dBlocks);
             fromD = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
             String[] ready = TransferEngineBenchmark.Peer.ready(process, fromD);
             d = TransferEngineBenchmark.Peer.adopt(process, ready[1], 0);
@@ -163,7 +171,8 @@ public class P2pConnectorBenchmark {
     }
 
     /**
-     * D, in the second JVM: a connector with a registered cache of twice the request's blocks. Prints
+     * D, in the second JVM: a connector with a registered cache of twice the request's blocks, the request's blocks
+     * shuffled or the first ones in order (the fourth argument). Prints
      * {@code READY <segment>}, then per request {@code PARAMS <kv_transfer_params>} at once and {@code HIT} (or the
      * miss) once every layer has landed and P has committed; it exits when its stdin ends.
      */
@@ -188,8 +197,9 @@ public class P2pConnectorBenchmark {
             try (PagedKVCache cache = PagedKVCache.allocate(layout, 2 * blocks);
                  TransferEngineConnector d = TransferEngineConnector.builder(args[0], layout).registerCache(cache)
                          .stagingBytes(1L << 20).build()) {
-                BlockTable table = new BlockTable(PagedWorkload.shuffledBlocks(2 * blocks, blocks,
-                        new SplittableRandom(19)), layout.blockSize(), tokens);
+                int[] ids = "contiguous".equals(args[3]) ? IntStream.range(0, blocks).toArray()
+                        : PagedWorkload.shuffledBlocks(2 * blocks, blocks, new SplittableRandom(19));
+                BlockTable table = new BlockTable(ids, layout.blockSize(), tokens);
                 RequestTokens request = RequestTokens.of(new int[tokens]);
                 System.out.println("READY " + d.engine().segmentName());
                 for (long i = 0; ; i++) {

@@ -139,7 +139,8 @@ public final class DemoCommand implements Callable<Integer> {
             List<String> prompts = Workload.prompts(requests, minPrompt, maxPrompt, 42);
             double loadAtStart = DemoReport.loadAverage();
             err.println("kvctl demo: " + prefill + "P" + decode + "D, " + requests + " requests, "
-                    + (tiny ? "tiny" : "8-layer") + " model, store " + StoreUri.parse(storeUri).masked());
+                    + (tiny ? "tiny" : "8-layer") + " model, " + (p2p ? "transport p2p (" + p2pEngineUri() + ")"
+                    : "store " + StoreUri.parse(storeUri).masked()));
             err.printf(Locale.ROOT, "machine: %d cores, load average (1 min) %.2f%n",
                     Runtime.getRuntime().availableProcessors(), loadAtStart);
             DemoReport.Run reference = referenceRun(prompts, cleanup, err);
@@ -158,6 +159,9 @@ public final class DemoCommand implements Callable<Integer> {
                     .put("model", tiny ? "tiny" : "small").put("store", StoreUri.parse(storeUri).masked()).put("scheme", scheme)
                     .put("layer_wise_flow", (p2p ? ProxyFlow.V1 : secondFlow).name().toLowerCase(Locale.ROOT))
                     .put("transport", transport);
+            if (p2p) {
+                config.put("store", "none").put("p2p_engine", p2pEngineUri());
+            }
             DemoReport report = new DemoReport(config, loadAtStart, reference, runs);
             ReportFile.write(out.resolve("demo.json"),
                     o -> JSON.writerWithDefaultPrettyPrinter().writeValue(o, report.json()));
