@@ -33,8 +33,8 @@ fi
 
 # MooncakeBindingBenchmark measures one call, not a layer: benchmarks/mooncake-call-cost.sh runs it beside C.
 # AgronaShmComparison measures primitives, not a layer; benchmarks/README.md gives its command and results.
-# TransferEngineBenchmark starts a peer JVM and carries its own socket floor; benchmarks/README.md gives its command.
-NOT_LAYERS="-e MooncakeBindingBenchmark -e AgronaShmComparison -e TransferEngineBenchmark"
+# TransferEngineBenchmark and P2pConnectorBenchmark start a peer JVM and carry their own socket floor; benchmarks/README.md gives their commands.
+NOT_LAYERS="-e MooncakeBindingBenchmark -e AgronaShmComparison -e TransferEngineBenchmark -e P2pConnectorBenchmark"
 case "$MODE" in
   quick)
     # Every backend at Llama-3-8B 1024 tokens (including the two-process shm: hand-over, 4 MiB); the layer-level

@@ -37,16 +37,8 @@ final class PagedWorkload implements AutoCloseable {
                 .stagingBytes(Math.max(1L << 30, 4 * layout.layerBytes(tokens) + (64L << 20))).build();
         int blocks = (tokens + layout.blockSize() - 1) / layout.blockSize();
         SplittableRandom r = new SplittableRandom(16);
-        source = PagedKVCache.allocate(layout, 2 * blocks);
+        source = randomCache(layout, 2 * blocks, r);
         target = PagedKVCache.allocate(layout, 2 * blocks);
-        for (int l = 0; l < layout.numLayers(); l++) {
-            for (int t = 0; t < layout.tensorsPerLayer(); t++) {
-                MemorySegment s = source.tensor(l, t);
-                for (long i = 0; i + 8 <= s.byteSize(); i += 8) {
-                    s.set(ValueLayout.JAVA_LONG_UNALIGNED, i, r.nextLong());
-                }
-            }
-        }
         sourceTable = new BlockTable(shuffledBlocks(2 * blocks, blocks, r), layout.blockSize(), tokens);
         targetTable = new BlockTable(shuffledBlocks(2 * blocks, blocks, r), layout.blockSize(), tokens);
         prompt = new int[tokens];
@@ -55,7 +47,22 @@ final class PagedWorkload implements AutoCloseable {
         }
     }
 
-    private static int[] shuffledBlocks(int cacheBlocks, int used, SplittableRandom r) {
+    /** A cache of {@code blocks} blocks, every tensor filled with random words from {@code r}. */
+    static PagedKVCache randomCache(KVLayout layout, int blocks, SplittableRandom r) {
+        PagedKVCache cache = PagedKVCache.allocate(layout, blocks);
+        for (int l = 0; l < layout.numLayers(); l++) {
+            for (int t = 0; t < layout.tensorsPerLayer(); t++) {
+                MemorySegment s = cache.tensor(l, t);
+                for (long i = 0; i + 8 <= s.byteSize(); i += 8) {
+                    s.set(ValueLayout.JAVA_LONG_UNALIGNED, i, r.nextLong());
+                }
+            }
+        }
+        return cache;
+    }
+
+    /** The first {@code used} of {@code cacheBlocks} block ids in a random order: a running engine's table. */
+    static int[] shuffledBlocks(int cacheBlocks, int used, SplittableRandom r) {
         int[] all = new int[cacheBlocks];
         for (int i = 0; i < all.length; i++) {
             all[i] = i;

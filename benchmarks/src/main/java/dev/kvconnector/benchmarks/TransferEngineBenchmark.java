@@ -210,22 +210,42 @@ public class TransferEngineBenchmark {
         }
 
         static Peer start(String uri, long bytes) {
+            Process p = launch(Peer.class, uri, Long.toString(bytes));
+            String[] parts = ready(p, new BufferedReader(new InputStreamReader(p.getInputStream(),
+                    StandardCharsets.UTF_8)));
+            return new Peer(p, parts[1], Long.parseLong(parts[2]));
+        }
+
+        /** A peer JVM started with {@link #launch} that has printed its {@link #ready} line. */
+        static Peer adopt(Process p, String segmentName, long address) {
+            return new Peer(p, segmentName, address);
+        }
+
+        /** Starts {@code main} in a second JVM on this class path, stderr inherited. */
+        static Process launch(Class<?> main, String... args) {
             String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-            List<String> cmd = List.of(java, "--enable-native-access=ALL-UNNAMED", "-XX:+UseSerialGC", "-Xmx128m",
-                    "-cp", System.getProperty("java.class.path"), Peer.class.getName(), uri, Long.toString(bytes));
+            List<String> cmd = new java.util.ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED",
+                    "-XX:+UseSerialGC", "-Xmx128m", "-cp", System.getProperty("java.class.path"), main.getName()));
+            cmd.addAll(List.of(args));
             try {
-                Process p = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
-                BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(),
-                        StandardCharsets.UTF_8));
-                String line = r.readLine();
+                return new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot start the peer JVM " + cmd, e);
+            }
+        }
+
+        /** Reads the peer's first line, {@code READY ...}, split at spaces; kills the peer when it is not that. */
+        static String[] ready(Process p, BufferedReader out) {
+            try {
+                String line = out.readLine();
                 if (line == null || !line.startsWith("READY ")) {
                     p.destroyForcibly();
                     throw new IllegalStateException("the peer JVM did not start its engine: it printed " + line);
                 }
-                String[] parts = line.split(" ");
-                return new Peer(p, parts[1], Long.parseLong(parts[2]));
+                return line.split(" ");
             } catch (IOException e) {
-                throw new UncheckedIOException("cannot start the peer JVM " + cmd, e);
+                p.destroyForcibly();
+                throw new UncheckedIOException("cannot read the peer JVM's first line", e);
             }
         }
 

@@ -39,6 +39,8 @@ import org.slf4j.LoggerFactory;
  *       layer when layer-wise loading is on), samples the first token from the last hidden state, and decodes
  *       without running the prefill. On any miss it recomputes, counts the miss by reason and logs it at INFO.</li>
  * </ul>
+ * With {@link Builder#p2p} the KV moves peer to peer instead ({@link P2pTransport}: P holds the prompt's blocks
+ * after its prefill, D sends its destination to P, P writes into D's blocks).
  * The store keys live in the namespace of {@code kv_transfer_params.transfer_id} when one is given, so the prefill
  * and decode halves of one proxied request agree on keys; with a key scheme that binds no namespace (vllm-v1) they
  * are the prompt's own, shared by every request with the same prefix.
@@ -54,6 +56,8 @@ public final class Engine implements AutoCloseable {
     private final Transformer model;
     private final KVRole role;
     private final KVStoreConnector connector;
+    /** The peer-to-peer transport, whose connector is {@link #connector}; null over a store. */
+    private final P2pTransport p2p;
     /** Whether the connector's objects carry the hidden states (kvc-v1's do, vllm-v1's do not). */
     private final boolean hiddenStates;
     private final boolean namespaced;
@@ -77,15 +81,25 @@ public final class Engine implements AutoCloseable {
         this.config = b.weights.config();
         this.model = new Transformer(b.weights);
         this.role = b.role;
-        this.connector = b.connector;
+        this.cache = PagedKVCache.allocate(config.kvLayout(), b.cacheBlocks);
+        this.p2p = b.p2pEngineUri == null ? null : openP2p(b, cache);
+        this.connector = p2p != null ? p2p.connector() : b.connector;
         this.hiddenStates = connector == null || connector.holdsHiddenStates();
         this.namespaced = connector == null || connector.bindsNamespace();
         this.layerWise = b.layerWise;
-        this.cache = PagedKVCache.allocate(config.kvLayout(), b.cacheBlocks);
         this.blocks = new BlockAllocator(b.cacheBlocks);
         this.hiddenPool = new SegmentPool(HIDDEN_POOL_BYTES);
         for (MissReason r : MissReason.values()) {
             misses.put(r, new LongAdder());
+        }
+    }
+
+    private P2pTransport openP2p(Builder b, PagedKVCache c) {
+        try {
+            return new P2pTransport(b.p2pEngineUri, config.kvLayout(), c, config.modelId(), b.p2pLayerTimeoutMillis);
+        } catch (RuntimeException e) {
+            c.close();
+            throw e;
         }
     }
 
@@ -119,18 +133,20 @@ public final class Engine implements AutoCloseable {
                 : RequestTokens.of(prompt).inNamespace(transferId);
         int total = prompt.length + maxTokens;
         int[] ids = blocks.allocate((total + ModelConfig.BLOCK_SIZE - 1) / ModelConfig.BLOCK_SIZE);
+        boolean held = false;
         try {
             BlockTable table = new BlockTable(ids, ModelConfig.BLOCK_SIZE, ids.length * ModelConfig.BLOCK_SIZE);
-            Prefill p = role.consumes() && connector != null ? load(request, table, transferId)
+            Prefill p = role.consumes() && connector != null ? load(request, table, transferId, params)
                     : Prefill.NONE;
             int first = p.firstToken();
             boolean inserted = false;
             Generation.PrefillSource source = p.matched() == prompt.length ? Generation.PrefillSource.LOADED
                     : p.matched() > 0 ? Generation.PrefillSource.PARTIAL : Generation.PrefillSource.COMPUTED;
             if (source != Generation.PrefillSource.LOADED) {
-                Computed c = computePrefill(prompt, p.matched(), table, request);
+                Computed c = computePrefill(prompt, p.matched(), table, request, ids);
                 first = c.firstToken();
                 inserted = c.inserted();
+                held = c.held();
             }
             int[] out = new int[maxTokens];
             out[0] = first;
@@ -148,7 +164,9 @@ public final class Engine implements AutoCloseable {
                     .tpSize(1).build() : null;
             return new Generation(out, prompt.length, source, p.missReason(), answer);
         } finally {
-            blocks.free(ids);
+            if (!held) {
+                blocks.free(ids);
+            }
         }
     }
 
@@ -186,7 +204,7 @@ public final class Engine implements AutoCloseable {
      * (vllm-v1) the first generated token needs the last prompt position's output, so the last prompt token is
      * recomputed, as vLLM does; a load of every full block counts as complete, since only full blocks are stored.
      */
-    private Prefill load(RequestTokens request, BlockTable table, String transferId) {
+    private Prefill load(RequestTokens request, BlockTable table, String transferId, KVTransferParams params) {
         int tokens = request.totalTokens();
         int h = config.hiddenSize();
         long hiddenBytes = (long) tokens * h * Float.BYTES;
@@ -197,7 +215,8 @@ public final class Engine implements AutoCloseable {
                 target = target.withHidden(Tensor.host(TensorSpec.of(DType.FP32, tokens, h),
                         hidden.asSlice(0, hiddenBytes)));
             }
-            DropResult r = layerWise ? loadLayerWise(request, target) : connector.dropSelect(request, target);
+            DropResult r = p2p != null ? p2p.receive(request, target, params, config.layers(), l -> { })
+                    : layerWise ? loadLayerWise(request, target) : connector.dropSelect(request, target);
             if (hidden == null && r.isHit()) {
                 int loadable = tokens - tokens % connector.keyContext().chunkTokens();
                 (r.matchedTokens() >= loadable ? loaded : partial).increment();
@@ -248,9 +267,10 @@ public final class Engine implements AutoCloseable {
      * Computes prompt positions {@code [from, T)} and, when this engine produces and computes all of them, inserts.
      *
      */
-    private Computed computePrefill(int[] prompt, int from, BlockTable table, RequestTokens request) {
+    private Computed computePrefill(int[] prompt, int from, BlockTable table, RequestTokens request, int[] ids) {
         int[] rest = Arrays.copyOfRange(prompt, from, prompt.length);
-        InsertSession session = role.produces() && connector != null && from == 0 ? beginInsert(request) : null;
+        InsertSession session = role.produces() && connector != null && p2p == null && from == 0
+                ? beginInsert(request) : null;
         LayerInserter inserter = session == null ? null : new LayerInserter(session, table);
         float[] hidden;
         try {
@@ -264,11 +284,45 @@ public final class Engine implements AutoCloseable {
         prefillPasses.increment();
         prefillTokens.add(rest.length);
         boolean inserted = inserter != null && !inserter.failed && finishInsert(session, hidden, prompt.length);
-        return new Computed(Kernels.argmax(model.logits(hidden, rest.length - 1)), inserted);
+        boolean held = p2p != null && role.produces() && from == 0 && request.namespace() != null;
+        if (held) {
+            holdForPeer(request.namespace(), prompt, table, ids, hidden);
+        }
+        return new Computed(Kernels.argmax(model.logits(hidden, rest.length - 1)), inserted || held, held);
     }
 
-    /** A computed prefill: the first generated token, and whether its KV was inserted and committed. */
-    private record Computed(int firstToken, boolean inserted) {
+    /**
+     * A computed prefill: the first generated token, whether its KV was inserted and committed (or, peer to peer,
+     * is held for D), and whether its blocks are held for D (then they are not the request's to free).
+     */
+    private record Computed(int firstToken, boolean inserted, boolean held) {
+    }
+
+    /** P, peer to peer: keeps the prompt's blocks and a copy of its hidden states until D asks for them. */
+    private void holdForPeer(String transferId, int[] prompt, BlockTable table, int[] ids, float[] hidden) {
+        int h = config.hiddenSize();
+        long bytes = (long) prompt.length * h * Float.BYTES;
+        MemorySegment seg = hiddenPool.acquire(bytes);
+        MemorySegment.copy(hidden, 0, seg, ValueLayout.JAVA_FLOAT, 0, prompt.length * h);
+        p2p.hold(transferId, prompt, table, Tensor.host(TensorSpec.of(DType.FP32, prompt.length, h),
+                seg.asSlice(0, bytes)), () -> {
+                    blocks.free(ids);
+                    hiddenPool.release(seg);
+                });
+    }
+
+    /**
+     * P, peer to peer: writes the request D's destination names (held since its prefill) into D's blocks.
+     *
+     * @return bytes of KV written
+     * @throws KVException {@code UNSUPPORTED} when this engine moves KV through a store; {@link P2pTransport#send}'s
+     */
+    public long sendToPeer(KVTransferParams destination) {
+        if (p2p == null) {
+            throw KVException.of(ErrorCode.UNSUPPORTED, "engine " + engineId + " moves KV through a store, not peer "
+                    + "to peer").operation("p2p send").hint("start the engine with --transport p2p").build();
+        }
+        return p2p.send(destination, cache, config.layers());
     }
 
     /** Puts each layer as the forward pass finishes its K and V; a failed put aborts the insert, not the request. */
@@ -378,8 +432,14 @@ public final class Engine implements AutoCloseable {
     /** Frees the paged cache and the hidden-state pool; the connector stays open. */
     @Override
     public void close() {
-        cache.close();
-        hiddenPool.close();
+        try {
+            if (p2p != null) {
+                p2p.close();
+            }
+        } finally {
+            cache.close();
+            hiddenPool.close();
+        }
     }
 
     /** Configures an {@link Engine}. */
@@ -389,6 +449,8 @@ public final class Engine implements AutoCloseable {
         private KVStoreConnector connector;
         private boolean layerWise;
         private int cacheBlocks;
+        private String p2pEngineUri;
+        private long p2pLayerTimeoutMillis;
 
         private Builder(ModelWeights weights) {
             this.weights = weights;
@@ -410,6 +472,17 @@ public final class Engine implements AutoCloseable {
         }
 
 
+        /**
+         * Moves KV peer to peer through a transfer engine opened on {@code engineUri} ({@code mooncake-te://...}),
+         * with the engine's cache registered, instead of through the role's connector (which is then null); a
+         * consumer waits {@code layerTimeoutMillis} for P's next message.
+         */
+        public Builder p2p(String engineUri, long layerTimeoutMillis) {
+            this.p2pEngineUri = engineUri;
+            this.p2pLayerTimeoutMillis = layerTimeoutMillis;
+            return this;
+        }
+
         /** Blocks of {@value ModelConfig#BLOCK_SIZE} tokens in the paged cache (default: 4 full contexts). */
         public Builder cacheBlocks(int n) {
             this.cacheBlocks = n;
@@ -418,7 +491,7 @@ public final class Engine implements AutoCloseable {
 
         /** Builds the engine and allocates its cache. */
         public Engine build() {
-            if (role != KVRole.NONE && connector == null) {
+            if (role != KVRole.NONE && connector == null && p2pEngineUri == null) {
                 throw KVException.of(ErrorCode.INVALID_CONFIG, "role " + role.vllmName() + " needs a connector")
                         .hint("give a store URI (--store), or use role none").build();
             }

@@ -73,6 +73,16 @@ public final class EngineCommand implements Callable<Integer> {
             description = "The ROUTER endpoint that answers replays and snapshots of the KV events, such as tcp://*:5558.")
     String kvEventsReplay;
 
+    @Option(names = "--transport", defaultValue = "store",
+            description = "How KV moves from P to D: store (through --store) or p2p (peer to peer through the "
+                    + "transfer engine --p2p-engine; the proxy's v1 flow) (default ${DEFAULT-VALUE}).")
+    String transport;
+
+    @Option(names = "--p2p-engine", defaultValue = "mooncake-te://127.0.0.1?protocol=tcp",
+            description = "Transfer engine URI of --transport p2p; library= or MOONCAKE_TE_LIB names the library "
+                    + "(default ${DEFAULT-VALUE}).")
+    String p2pEngine;
+
     /** Entry point. */
     public static void main(String[] args) {
         System.exit(new CommandLine(new EngineCommand()).execute(args));
@@ -98,13 +108,19 @@ public final class EngineCommand implements Callable<Integer> {
      */
     public Running start() {
         KVRole kvRole = KVRole.parse(role);
-        if (kvRole != KVRole.NONE && store == null) {
+        boolean p2p = switch (transport) {
+            case "store" -> false;
+            case "p2p" -> true;
+            default -> throw KVException.of(ErrorCode.INVALID_CONFIG, "--transport must be store or p2p, not "
+                    + transport).build();
+        };
+        if (kvRole != KVRole.NONE && store == null && !p2p) {
             throw KVException.of(ErrorCode.INVALID_CONFIG, "role " + kvRole.vllmName() + " needs a KV store")
                     .hint("pass --store URI, such as memory: or shm:/name").build();
         }
         ModelConfig config = tiny ? ModelConfig.tiny(seed) : ModelConfig.small(seed);
         ModelWeights weights = weightsFile == null ? ModelWeights.random(config) : ModelWeights.load(config, weightsFile);
-        KVStore kvStore = kvRole == KVRole.NONE ? null : KVStores.open(store);
+        KVStore kvStore = kvRole == KVRole.NONE || p2p ? null : KVStores.open(store);
         boolean namespaced = KeySchemes.byName(scheme).bindsNamespace();
         KVStoreConnector connector = null;
         Engine engine = null;
@@ -122,6 +138,9 @@ public final class EngineCommand implements Callable<Integer> {
                 connector = cb.build();
             }
             Engine.Builder eb = Engine.builder(weights).role(kvRole, connector).layerWise(layerWise);
+            if (p2p && kvRole != KVRole.NONE) {
+                eb.p2p(p2pEngine, layerTimeoutMillis);
+            }
             if (kvBlocks > 0) {
                 eb.cacheBlocks(kvBlocks);
             }

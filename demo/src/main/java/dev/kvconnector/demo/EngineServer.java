@@ -34,7 +34,10 @@ import org.slf4j.LoggerFactory;
  *   <li>{@code GET /v1/models}: the one served model;</li>
  *   <li>{@code GET /health}: 200 with an empty body;</li>
  *   <li>{@code GET /kv/metrics}: the engine's and the connector's counters as JSON (prefill passes, loads, misses by
- *       reason, layer latencies in microseconds), so a demo can show what each instance did.</li>
+ *       reason, layer latencies in microseconds), so a demo can show what each instance did;</li>
+ *   <li>{@code POST /kv/p2p/send} (a producer with {@code --transport p2p}): D's destination as
+ *       {@code kv_transfer_params}; P writes the request it holds for that transfer id into it and answers
+ *       {@code sent_bytes}, or 404 for a transfer it does not hold.</li>
  * </ul>
  * Decoding is greedy whatever the sampling fields say. Bad requests get 400 with an OpenAI-style error object,
  * a body that is not JSON 415, an unknown model 404, a full cache 503. Each request runs on a virtual thread.
@@ -77,6 +80,7 @@ public final class EngineServer implements AutoCloseable {
         http.createContext("/v1/models", s::models);
         http.createContext("/health", s::health);
         http.createContext("/kv/metrics", s::kvMetrics);
+        http.createContext(P2pTransport.SEND_PATH, s::p2pSend);
         http.start();
         LOG.info("serving {} ({}) on http://{}:{}", modelName, engine.role().vllmName(), host, s.port());
         return s;
@@ -155,6 +159,29 @@ public final class EngineServer implements AutoCloseable {
                 latency(cn.putObject("drop_wait"), c.dropWait());
             }
             json(ex, 200, root);
+        }
+    }
+
+    /** P, peer to peer: D's destination ({@code kv_transfer_params}) in, the held request written into it. */
+    private void p2pSend(HttpExchange ex) throws IOException {
+        try (ex) {
+            if (!"POST".equals(ex.getRequestMethod())) {
+                error(ex, 405, "use POST " + P2pTransport.SEND_PATH);
+                return;
+            }
+            KVTransferParams destination;
+            try {
+                destination = KVTransferParams.fromJsonNode(JSON.readTree(ex.getRequestBody().readNBytes(MAX_BODY_BYTES)));
+            } catch (IOException | KVException e) {
+                error(ex, 400, "the body must be D's kv_transfer_params: " + e.getMessage());
+                return;
+            }
+            try {
+                json(ex, 200, JSON.createObjectNode().put("transfer_id", destination.transferId())
+                        .put("sent_bytes", engine.sendToPeer(destination)));
+            } catch (KVException e) {
+                error(ex, e.code() == ErrorCode.INVALID_ARGUMENT ? 404 : 500, e.getMessage());
+            }
         }
     }
 

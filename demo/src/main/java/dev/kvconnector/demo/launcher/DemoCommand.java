@@ -66,6 +66,17 @@ public final class DemoCommand implements Callable<Integer> {
                     + "engine that loads the KV whole must wait for the prefill to finish.")
     String flow;
 
+    @Option(names = "--transport", defaultValue = "store",
+            description = "How D's KV arrives: store (through --store, two runs: whole, then layer by layer) or p2p "
+                    + "(from P's memory straight into D's through the transfer engine, in the proxy's v1 flow: P "
+                    + "answers its address, D sends P its destination, P writes each layer) (default ${DEFAULT-VALUE}).")
+    String transport;
+
+    @Option(names = "--p2p-engine",
+            description = "Transfer engine URI of --transport p2p (default: mooncake-te://127.0.0.1 over MOONCAKE_TE_LIB, "
+                    + "else the test double native/target/lib/libmooncake_te_double.so, loopback TCP).")
+    String p2pEngine;
+
     @Option(names = "--out", defaultValue = "demo-results", description = "Report directory (default ${DEFAULT-VALUE}).")
     Path out;
 
@@ -106,6 +117,12 @@ public final class DemoCommand implements Callable<Integer> {
             default -> throw new CommandLine.ParameterException(new CommandLine(this),
                     "--flow must be v1 or concurrent, not " + flow + " (v0 has no kv_transfer_params to share)");
         };
+        boolean p2p = switch (transport) {
+            case "store" -> false;
+            case "p2p" -> true;
+            default -> throw new CommandLine.ParameterException(new CommandLine(this),
+                    "--transport must be store or p2p, not " + transport);
+        };
         String storeUri = store;
         Path shmFile = null;
         if (storeUri == null) {
@@ -122,18 +139,29 @@ public final class DemoCommand implements Callable<Integer> {
             List<String> prompts = Workload.prompts(requests, minPrompt, maxPrompt, 42);
             double loadAtStart = DemoReport.loadAverage();
             err.println("kvctl demo: " + prefill + "P" + decode + "D, " + requests + " requests, "
-                    + (tiny ? "tiny" : "8-layer") + " model, store " + StoreUri.parse(storeUri).masked());
+                    + (tiny ? "tiny" : "8-layer") + " model, " + (p2p ? "transport p2p (" + p2pEngineUri() + ")"
+                    : "store " + StoreUri.parse(storeUri).masked()));
             err.printf(Locale.ROOT, "machine: %d cores, load average (1 min) %.2f%n",
                     Runtime.getRuntime().availableProcessors(), loadAtStart);
             DemoReport.Run reference = referenceRun(prompts, cleanup, err);
             List<DemoReport.Run> runs = new ArrayList<>();
-            runs.add(xpydRun("xpyd", ProxyFlow.V1, false, prompts, storeUri, cleanup, err));
-            runs.add(xpydRun("xpyd-layerwise", secondFlow, true, prompts, storeUri, cleanup, err));
+            if (p2p) {
+                // D's destination must reach P before P writes; only v1 brings P's address to D (see P2pTransport).
+                runs.add(xpydRun("xpyd-p2p", ProxyFlow.V1, true, List.of("--transport", "p2p", "--p2p-engine",
+                        p2pEngineUri()), prompts, storeUri, cleanup, err));
+            } else {
+                runs.add(xpydRun("xpyd", ProxyFlow.V1, false, List.of(), prompts, storeUri, cleanup, err));
+                runs.add(xpydRun("xpyd-layerwise", secondFlow, true, List.of(), prompts, storeUri, cleanup, err));
+            }
             ObjectNode config = JSON.createObjectNode().put("prefill", prefill).put("decode", decode)
                     .put("requests", requests).put("max_tokens", maxTokens).put("clients", clients)
                     .put("min_prompt_tokens", minPrompt).put("max_prompt_tokens", maxPrompt)
                     .put("model", tiny ? "tiny" : "small").put("store", StoreUri.parse(storeUri).masked()).put("scheme", scheme)
-                    .put("layer_wise_flow", secondFlow.name().toLowerCase(Locale.ROOT));
+                    .put("layer_wise_flow", (p2p ? ProxyFlow.V1 : secondFlow).name().toLowerCase(Locale.ROOT))
+                    .put("transport", transport);
+            if (p2p) {
+                config.put("store", "none").put("p2p_engine", p2pEngineUri());
+            }
             DemoReport report = new DemoReport(config, loadAtStart, reference, runs);
             ReportFile.write(out.resolve("demo.json"),
                     o -> JSON.writerWithDefaultPrettyPrinter().writeValue(o, report.json()));
@@ -171,11 +199,31 @@ public final class DemoCommand implements Callable<Integer> {
         }
     }
 
-    private DemoReport.Run xpydRun(String name, ProxyFlow proxyFlow, boolean layerWise, List<String> prompts,
-            String storeUri, Cleanup cleanup, PrintStream err) throws Exception {
-        err.println("starting " + prefill + " prefill and " + decode + " decode engines" + (layerWise ? " (layer-wise)" : ""));
-        try (EngineFleet fleet = EngineFleet.start(prefill, decode, storeUri, scheme, tiny, layerWise, out.resolve("logs"),
-                Duration.ofSeconds(startTimeoutSeconds))) {
+    /** {@code --p2p-engine}, else a loopback engine over MOONCAKE_TE_LIB or the test double built here. */
+    private String p2pEngineUri() {
+        if (p2pEngine != null) {
+            return p2pEngine;
+        }
+        String lib = System.getenv("MOONCAKE_TE_LIB");
+        if (lib == null || lib.isBlank()) {
+            Path dbl = Path.of(System.getProperty("kvc.mooncake.te.double",
+                    "native/target/lib/libmooncake_te_double.so")).toAbsolutePath();
+            if (!Files.exists(dbl)) {
+                throw new CommandLine.ParameterException(new CommandLine(this), "--transport p2p needs a transfer "
+                        + "engine: the test double is not built at " + dbl + " (build the native module, set "
+                        + "MOONCAKE_TE_LIB, or give --p2p-engine)");
+            }
+            lib = dbl.toString();
+        }
+        return "mooncake-te://127.0.0.1?protocol=tcp&library=" + lib;
+    }
+
+    private DemoReport.Run xpydRun(String name, ProxyFlow proxyFlow, boolean layerWise, List<String> engineArgs,
+            List<String> prompts, String storeUri, Cleanup cleanup, PrintStream err) throws Exception {
+        err.println("starting " + prefill + " prefill and " + decode + " decode engines" + (layerWise ? " (layer-wise)" : "")
+                + (engineArgs.isEmpty() ? "" : " " + String.join(" ", engineArgs)));
+        try (EngineFleet fleet = EngineFleet.start(prefill, decode, storeUri, scheme, tiny, layerWise, engineArgs,
+                out.resolve("logs"), Duration.ofSeconds(startTimeoutSeconds))) {
             cleanup.fleet = fleet;
             ProxyConfig.Builder pc = ProxyConfig.builder(MODEL).bindHost("127.0.0.1").port(0).flow(proxyFlow)
                     // Engines busy computing on a small machine answer /health late; that is not a failure.

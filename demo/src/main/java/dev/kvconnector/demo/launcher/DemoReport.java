@@ -197,9 +197,9 @@ final class DemoReport {
         StringBuilder sb = new StringBuilder();
         JsonNode cfg = root.path("config");
         sb.append(String.format(Locale.ROOT, "kvctl demo: %dP%dD, %d requests, max_tokens %d, %d clients, model %s, store %s, "
-                + "keys %s%n", cfg.path("prefill").asInt(), cfg.path("decode").asInt(), cfg.path("requests").asInt(),
+                + "keys %s, transport %s%n", cfg.path("prefill").asInt(), cfg.path("decode").asInt(), cfg.path("requests").asInt(),
                 cfg.path("max_tokens").asInt(), cfg.path("clients").asInt(), cfg.path("model").asText(),
-                cfg.path("store").asText(), cfg.path("scheme").asText("kvc-v1")));
+                cfg.path("store").asText(), cfg.path("scheme").asText("kvc-v1"), cfg.path("transport").asText("store")));
         sb.append(String.format(Locale.ROOT, "machine: %d cores, load average (1 min) %.2f before the runs, %.2f after"
                 + "%n%n", cpus(), root.path("machine").path("load_average_1m_start").asDouble(),
                 root.path("machine").path("load_average_1m_end").asDouble()));
@@ -226,11 +226,11 @@ final class DemoReport {
             if (r.has("hit_rate")) {
                 sb.append(String.format(Locale.ROOT,
                         "%s: %d of %d decode requests loaded their prefill (%d partial), %d prefills recomputed on D, "
-                        + "misses %s; moved %s into the store and %s out%n",
+                        + "misses %s; moved %s%n",
                         r.path("name").asText(), r.path("loaded_prefills").asLong(), r.path("decode_requests").asLong(),
                         r.path("partial_loads").asLong(), r.path("prefill_passes_on_decode").asLong(),
                         r.path("misses").isEmpty() ? "none" : r.path("misses").toString(),
-                        bytes(r.path("bytes_inserted").asLong()), bytes(r.path("bytes_dropped").asLong())));
+                        moved(cfg, r)));
             }
         }
         sb.append(tokensEqual() ? "\ntokens: every XpYd answer equals the single instance's, token for token\n"
@@ -260,6 +260,15 @@ final class DemoReport {
     /** What the numbers were measured under ({@link ReportWording#conditions}). */
     String conditions() {
         return ReportWording.conditions(root);
+    }
+
+    /** The run's bytes moved, worded for the transport: through the store, or from P's memory into D's. */
+    private static String moved(JsonNode cfg, JsonNode run) {
+        String in = bytes(run.path("bytes_inserted").asLong());
+        String out = bytes(run.path("bytes_dropped").asLong());
+        return "p2p".equals(cfg.path("transport").asText()) ? in + " written by P and " + out
+                + " accepted by D, peer to peer (" + cfg.path("p2p_engine").asText() + ")"
+                : in + " into the store and " + out + " out";
     }
 
     static String bytes(long b) {
@@ -305,7 +314,10 @@ final class DemoReport {
         h.append("<h2>Per-layer latency (log scale; the slowest instance's p50 and p99)</h2>");
         h.append("<p class=\"note\">insert: P puts one layer into the store. copy: D reads, checks and scatters one"
                 + " layer. waiting for P: in a layer-wise run D starts before P has stored a layer and polls for it;"
-                + " that wait comes before the copy and is counted apart from it.</p>");
+                + " that wait comes before the copy and is counted apart from it."
+                + ("p2p".equals(root.path("config").path("transport").asText()) ? " Peer to peer (--transport p2p):"
+                + " insert is P gathering one layer and submitting its WRITEs into D's blocks; copy is D checking the"
+                + " layer's word sum in its blocks; waiting for P is D's wait for the layer to land." : "") + "</p>");
         h.append(layerChart());
         double end = 1;
         for (Run r : runs) {

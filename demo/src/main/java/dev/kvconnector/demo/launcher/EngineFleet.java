@@ -33,6 +33,8 @@ final class EngineFleet implements AutoCloseable {
     private final List<Member> members = new ArrayList<>();
     /** Every child started, ready or not, in start order. */
     private final List<Child> started = new ArrayList<>();
+    /** Flags appended to every engine's command line. */
+    private List<String> engineArgs = List.of();
 
     private record Child(String name, Process process, Path log) {
     }
@@ -51,7 +53,15 @@ final class EngineFleet implements AutoCloseable {
      */
     static EngineFleet start(int prefill, int decode, String store, String scheme, boolean tiny, boolean layerWise,
             Path logDir, Duration startTimeout) throws IOException, InterruptedException {
+        return start(prefill, decode, store, scheme, tiny, layerWise, List.of(), logDir, startTimeout);
+    }
+
+    /** As {@link #start(int, int, String, String, boolean, boolean, Path, Duration)}, with {@code engineArgs}
+     * appended to every engine's flags (such as {@code --transport p2p}). */
+    static EngineFleet start(int prefill, int decode, String store, String scheme, boolean tiny, boolean layerWise,
+            List<String> engineArgs, Path logDir, Duration startTimeout) throws IOException, InterruptedException {
         EngineFleet fleet = new EngineFleet();
+        fleet.engineArgs = List.copyOf(engineArgs);
         try {
             Files.createDirectories(logDir);
             String suffix = layerWise ? "-layerwise" : "";
@@ -71,7 +81,9 @@ final class EngineFleet implements AutoCloseable {
 
     private void launch(String name, String role, String store, String scheme, boolean tiny, boolean layerWise,
             Path log) throws IOException {
-        Process p = new ProcessBuilder(command(role, store, scheme, tiny, layerWise)).redirectErrorStream(true)
+        List<String> cmd = command(role, store, scheme, tiny, layerWise);
+        cmd.addAll(engineArgs);
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true)
                 .redirectOutput(log.toFile()).start();
         started.add(new Child(name, p, log));
     }
