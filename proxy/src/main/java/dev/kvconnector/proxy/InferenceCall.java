@@ -34,6 +34,8 @@ final class InferenceCall {
     private final long affinity;
     /** What the prefix index says about the prompt under {@link Policy#KV_AWARE}, else null. */
     private final KvRoute route;
+    /** Whether the kv-aware policy sent the request straight to D, so D's reported hit is the one predicted. */
+    private boolean kvDecodeOnly;
     private final long startNanos;
     private boolean clientGone;
     private boolean responded;
@@ -81,6 +83,7 @@ final class InferenceCall {
             // miss on D, which recomputes: slower, never a failure.
             proxy.kvRouter().metrics.decided(KvMetrics.Reason.STORE_HIT);
             proxy.metrics.kvDecodeOnly.increment();
+            kvDecodeOnly = true;
             startDecode(null);
             return;
         }
@@ -167,6 +170,19 @@ final class InferenceCall {
         }
     }
 
+    /**
+     * Compares the index's prediction for {@code instance} with the tokens its engine reports having loaded
+     * ({@link KvMetrics#LOADED_TOKENS_HEADER}), for a hashed prompt under kv-aware; an answer without it is counted
+     * unreported. Only counts: a prediction that was wrong never changes the answer.
+     */
+    private void comparePrediction(Instance instance, UpstreamExchange ex) {
+        if (route != null && route.unhashed == null) {
+            KvRouter kv = proxy.kvRouter();
+            kv.metrics.compare(route.predictedTokens(kv.publisher(instance)),
+                    ex.header(KvMetrics.LOADED_TOKENS_HEADER));
+        }
+    }
+
     private void prefillFailed(Instance p, String failure) {
         lastPrefillFailure = failure;
         if (config.onPrefillFailure() == PrefillFailureMode.DECODE_ONLY) {
@@ -201,6 +217,9 @@ final class InferenceCall {
             void headers(UpstreamExchange ex, int status) {
                 stats.firstByte.record(ex.elapsedSeconds());
                 ex.arm(deadline(ex, config.totalTimeout()), "response body");
+                if (status < 400) {
+                    comparePrediction(p, ex);
+                }
                 if (status >= 500) {
                     collect(ERROR_SNIPPET_BYTES);
                 } else if (status >= 400 || config.flow() == ProxyFlow.V1) {
@@ -316,6 +335,9 @@ final class InferenceCall {
                 void headers(UpstreamExchange ex, int status) {
                     stats.firstByte.record(ex.elapsedSeconds());
                     ex.arm(deadline(ex, config.totalTimeout()), "response body");
+                    if (status < 400) {
+                        comparePrediction(p, ex);
+                    }
                     discard();
                 }
 
@@ -406,6 +428,9 @@ final class InferenceCall {
             @Override
             void headers(UpstreamExchange ex, int status) {
                 streamed = stream && status < 400;
+                if (kvDecodeOnly && status < 400) {
+                    comparePrediction(d, ex);
+                }
                 if (!streamed) {
                     stats.firstByte.record(ex.elapsedSeconds());
                     ex.arm(deadline(ex, config.totalTimeout()), "response body");

@@ -1,5 +1,6 @@
 package dev.kvconnector.proxy;
 
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.Locale;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
@@ -37,6 +38,15 @@ final class KvMetrics {
     final AtomicLong lastLagMillis = new AtomicLong();
     final AtomicLong maxLagMillis = new AtomicLong();
     private final LongAdder[] decisions = new LongAdder[Reason.values().length];
+    /** Prompt tokens the index predicted the chosen instances to load, and those they reported loading. */
+    final LongAdder predictedTokens = new LongAdder();
+    final LongAdder actualTokens = new LongAdder();
+    /** Reported predictions that were exact, over (a stale entry: less was found) and under (an entry not yet seen). */
+    final LongAdder exact = new LongAdder();
+    final LongAdder over = new LongAdder();
+    final LongAdder under = new LongAdder();
+    /** Predictions whose instance answered without a valid {@link #LOADED_TOKENS_HEADER} (vLLM, an old engine). */
+    final LongAdder unreported = new LongAdder();
 
     KvMetrics() {
         for (int i = 0; i < decisions.length; i++) {
@@ -50,6 +60,45 @@ final class KvMetrics {
 
     long decisions(Reason reason) {
         return decisions[reason.ordinal()].sum();
+    }
+
+    /**
+     * The response header in which an engine reports the prompt tokens whose KV it loaded for the request (its
+     * cache's or the store's matched prefix; 0 on a miss, a failed load or a recompute): a decimal int, on every
+     * completion response, streamed or not, so the proxy reads it with the status line and buffers nothing.
+     */
+    static final String LOADED_TOKENS_HEADER = "x-kvc-loaded-tokens";
+
+    /**
+     * Compares a prediction of {@code predicted} tokens with the engine's {@link #LOADED_TOKENS_HEADER} value
+     * {@code reported} (null when absent): counts it exact, over or under, or unreported when the value is absent,
+     * not a number or negative. Never throws: a wrong prediction is only counted.
+     */
+    void compare(int predicted, String reported) {
+        int actual = parseLoaded(reported);
+        if (actual < 0) {
+            unreported.increment();
+            return;
+        }
+        predictedTokens.add(predicted);
+        actualTokens.add(actual);
+        (predicted == actual ? exact : predicted > actual ? over : under).increment();
+    }
+
+    /** The header's value, or -1 when it is absent, not a decimal int, or negative. */
+    private static int parseLoaded(String value) {
+        if (value == null || value.isEmpty() || value.length() > 10) {
+            return -1;
+        }
+        long n = 0;
+        for (int i = 0; i < value.length(); i++) {
+            char c = value.charAt(i);
+            if (c < '0' || c > '9') {
+                return -1;
+            }
+            n = n * 10 + (c - '0');
+        }
+        return n > Integer.MAX_VALUE ? -1 : (int) n;
     }
 
     void lag(long millis) {
@@ -83,6 +132,30 @@ final class KvMetrics {
             out.append("xpyd_kv_route_decisions_total{reason=\"").append(r.label()).append("\"} ")
                     .append(decisions(r)).append('\n');
         }
+        counter(out, "xpyd_kv_predicted_tokens_total", "Prompt tokens the index predicted the chosen instance (P, or D"
+                + " for decode-only) to load, over the requests whose engine reported its actual hit.",
+                predictedTokens.sum());
+        counter(out, "xpyd_kv_actual_tokens_total", "Prompt tokens those engines reported loading (the "
+                + LOADED_TOKENS_HEADER + " response header).", actualTokens.sum());
+        out.append("# HELP xpyd_kv_predictions_total Kv-aware predictions against the engine's report: exact, over"
+                + " (the index predicted more than was found: a stale entry), under, or unreported (no header).\n")
+                .append("# TYPE xpyd_kv_predictions_total counter\n");
+        prediction(out, "exact", exact);
+        prediction(out, "over", over);
+        prediction(out, "under", under);
+        prediction(out, "unreported", unreported);
+    }
+
+    /** The prediction counters for the proxy's JSON {@code /status}. */
+    void status(ObjectNode out) {
+        out.put("predicted_tokens", predictedTokens.sum()).put("actual_tokens", actualTokens.sum())
+                .put("exact", exact.sum()).put("over", over.sum()).put("under", under.sum())
+                .put("unreported", unreported.sum());
+    }
+
+    private static void prediction(StringBuilder out, String outcome, LongAdder n) {
+        out.append("xpyd_kv_predictions_total{outcome=\"").append(outcome).append("\"} ").append(n.sum())
+                .append('\n');
     }
 
     private static void ignored(StringBuilder out, String why, LongAdder n) {

@@ -157,7 +157,7 @@ final class KvRouter implements AutoCloseable {
         }
         int[] local = new int[PrefixIndex.MAX_PUBLISHERS];
         int store = index.match(hashes, local);
-        return new KvRoute(null, hashes.length, store, local);
+        return new KvRoute(null, hashes.length, store, tokens.length, chunkTokens, local);
     }
 
     /** The prompt's token ids, or null when it has none the proxy can take (see the class comment). */

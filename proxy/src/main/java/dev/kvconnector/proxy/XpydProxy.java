@@ -421,6 +421,9 @@ public final class XpydProxy implements AutoCloseable {
                 d.put("outstanding", i.outstanding.get());
             }
         }
+        if (kvRouter != null) {
+            kvRouter.metrics.status(root.putObject("kv_predictions"));
+        }
         HttpIo.sendJson(ex, 200, root);
     }
 

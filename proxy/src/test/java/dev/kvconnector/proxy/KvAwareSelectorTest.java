@@ -19,7 +19,7 @@ class KvAwareSelectorTest {
     private KvRoute route(int... n) {
         int[] local = new int[PrefixIndex.MAX_PUBLISHERS];
         System.arraycopy(n, 0, local, 0, n.length);
-        return new KvRoute(null, 4, 0, local);
+        return new KvRoute(null, 4, 0, 64, 16, local);
     }
 
     @Test

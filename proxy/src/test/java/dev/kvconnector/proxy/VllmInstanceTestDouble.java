@@ -52,6 +52,7 @@ final class VllmInstanceTestDouble implements AutoCloseable {
     private volatile int breakAfterChunks = -1;
     private volatile int healthStatus = 200;
     private volatile boolean omitKvTransferParams;
+    private volatile int loadedTokens = -1;
     /** Counted down when a write to the proxy fails: the proxy closed the connection. */
     final CountDownLatch sawDisconnect = new CountDownLatch(1);
     /** Counted down when a completion has been fully answered. */
@@ -131,6 +132,15 @@ final class VllmInstanceTestDouble implements AutoCloseable {
         return this;
     }
 
+    /**
+     * Answers every completion with an {@code x-kvc-loaded-tokens: n} header, as the demo engine reports its KV hit;
+     * -1 (the default) sends none, as vLLM does.
+     */
+    VllmInstanceTestDouble loadedTokens(int n) {
+        loadedTokens = n;
+        return this;
+    }
+
     List<Received> completions() {
         return List.copyOf(received);
     }
@@ -185,6 +195,10 @@ final class VllmInstanceTestDouble implements AutoCloseable {
             send(ex, failStatus, "{\"error\":{\"message\":\"" + name + " failed on purpose\",\"type\":\"TestDouble\","
                     + "\"code\":" + failStatus + "}}");
             return;
+        }
+        int loaded = loadedTokens;
+        if (loaded >= 0) {
+            ex.getResponseHeaders().set("x-kvc-loaded-tokens", Integer.toString(loaded));
         }
         boolean chat = path.endsWith("chat/completions");
         if (body.path("stream").asBoolean(false)) {
