@@ -122,6 +122,17 @@ public final class Engine implements AutoCloseable {
      *     longer than the context; {@code BUSY} when the cache has too few free blocks
      */
     public Generation generate(int[] prompt, int maxTokens, KVTransferParams params, IntConsumer onToken) {
+        return generate(prompt, maxTokens, params, t -> { }, onToken);
+    }
+
+    /**
+     * As {@link #generate(int[], int, KVTransferParams, IntConsumer)}, and hands {@code onLoaded}, once and before
+     * the first token, the prompt tokens whose KV this engine's drop-select loaded for the request: what it matched,
+     * or 0 on a miss, a failed load (the prefill is recomputed) or no lookup (a producer, no connector). An engine
+     * server reports it so a cache-aware proxy can check its prediction.
+     */
+    public Generation generate(int[] prompt, int maxTokens, KVTransferParams params, IntConsumer onLoaded,
+                               IntConsumer onToken) {
         validate(prompt, maxTokens);
         requests.increment();
         String transferId = params == null ? null : params.transferId();
@@ -138,6 +149,7 @@ public final class Engine implements AutoCloseable {
             BlockTable table = new BlockTable(ids, ModelConfig.BLOCK_SIZE, ids.length * ModelConfig.BLOCK_SIZE);
             Prefill p = role.consumes() && connector != null ? load(request, table, transferId, params)
                     : Prefill.NONE;
+            onLoaded.accept(p.loaded());
             int first = p.firstToken();
             boolean inserted = false;
             Generation.PrefillSource source = p.matched() == prompt.length ? Generation.PrefillSource.LOADED
@@ -192,11 +204,12 @@ public final class Engine implements AutoCloseable {
     }
 
     /**
-     * What the store supplied: the prompt tokens whose KV is now in the cache, why nothing was (or null), and the
-     * first generated token when every prompt token was loaded (otherwise -1).
+     * What the store supplied: the prompt tokens whose KV is now in the cache, why nothing was (or null), the
+     * first generated token when every prompt token was loaded (otherwise -1), and the tokens the drop-select
+     * matched ({@code matched} may be one fewer, when the last one is recomputed for want of its hidden state).
      */
-    private record Prefill(int matched, MissReason missReason, int firstToken) {
-        static final Prefill NONE = new Prefill(0, null, -1);
+    private record Prefill(int matched, MissReason missReason, int firstToken, int loaded) {
+        static final Prefill NONE = new Prefill(0, null, -1, 0);
     }
 
     /**
@@ -220,25 +233,25 @@ public final class Engine implements AutoCloseable {
             if (hidden == null && r.isHit()) {
                 int loadable = tokens - tokens % connector.keyContext().chunkTokens();
                 (r.matchedTokens() >= loadable ? loaded : partial).increment();
-                return new Prefill(Math.min(r.matchedTokens(), tokens - 1), null, -1);
+                return new Prefill(Math.min(r.matchedTokens(), tokens - 1), null, -1, r.matchedTokens());
             }
             if (r.isComplete()) {
                 loaded.increment();
                 float[] last = new float[h];
                 MemorySegment.copy(hidden, ValueLayout.JAVA_FLOAT, (long) (tokens - 1) * h * Float.BYTES, last, 0, h);
-                return new Prefill(tokens, null, Kernels.argmax(model.logits(last, 0)));
+                return new Prefill(tokens, null, Kernels.argmax(model.logits(last, 0)), tokens);
             }
             if (r.isHit()) {
                 partial.increment();
                 LOG.info("transfer {}: loaded {} of {} prompt tokens from {}; computing the other {}", transferId,
                         r.matchedTokens(), tokens, connector.endpoint(), tokens - r.matchedTokens());
-                return new Prefill(r.matchedTokens(), null, -1);
+                return new Prefill(r.matchedTokens(), null, -1, r.matchedTokens());
             }
             MissReason reason = r.reason() == null ? MissReason.ABSENT : r.reason();
             misses.get(reason).increment();
             LOG.info("transfer {}: KV miss {} for {} prompt tokens ({}); recomputing the prefill", transferId, reason,
                     tokens, r.detail());
-            return new Prefill(0, reason, -1);
+            return new Prefill(0, reason, -1, 0);
         } catch (KVException e) {
             loadFailures.increment();
             LOG.warn("transfer {}: loading KV from {} failed; recomputing the prefill: {}", transferId,

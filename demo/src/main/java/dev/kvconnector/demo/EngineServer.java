@@ -30,7 +30,9 @@ import org.slf4j.LoggerFactory;
  * <ul>
  *   <li>{@code POST /v1/completions}: {@code prompt} (a string, or token ids), {@code max_tokens} (default 16),
  *       {@code stream} (server-sent events {@code data: {...}} then {@code data: [DONE]}), and
- *       {@code kv_transfer_params} in the request and, from a producer, in the response;</li>
+ *       {@code kv_transfer_params} in the request and, from a producer, in the response; every successful answer,
+ *       streamed or not, carries {@value #LOADED_TOKENS_HEADER}: the prompt tokens whose KV the engine loaded for
+ *       it (0 on a miss or a recomputed prefill), for the proxy's predicted against actual hits;</li>
  *   <li>{@code GET /v1/models}: the one served model;</li>
  *   <li>{@code GET /health}: 200 with an empty body;</li>
  *   <li>{@code GET /kv/metrics}: the engine's and the connector's counters as JSON (prefill passes, loads, misses by
@@ -47,6 +49,8 @@ public final class EngineServer implements AutoCloseable {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final int MAX_BODY_BYTES = 4 << 20;
     private static final int DEFAULT_MAX_TOKENS = 16;
+    /** The response header with the request's loaded prompt tokens (see the class comment and the proxy README). */
+    public static final String LOADED_TOKENS_HEADER = "x-kvc-loaded-tokens";
 
     private final Engine engine;
     private final String modelName;
@@ -275,7 +279,8 @@ public final class EngineServer implements AutoCloseable {
     private void complete(HttpExchange ex, Request req) throws IOException {
         Generation g;
         try {
-            g = engine.generate(req.prompt, req.maxTokens, req.params, t -> { });
+            g = engine.generate(req.prompt, req.maxTokens, req.params, loaded -> ex.getResponseHeaders()
+                    .set(LOADED_TOKENS_HEADER, Integer.toString(loaded)), t -> { });
         } catch (KVException e) {
             error(ex, statusOf(e), e.getMessage());
             return;
@@ -295,7 +300,8 @@ public final class EngineServer implements AutoCloseable {
         OutputStream[] out = new OutputStream[1];
         Generation g;
         try {
-            g = engine.generate(req.prompt, req.maxTokens, req.params, token -> {
+            g = engine.generate(req.prompt, req.maxTokens, req.params, loaded -> ex.getResponseHeaders()
+                    .set(LOADED_TOKENS_HEADER, Integer.toString(loaded)), token -> {
                 try {
                     if (out[0] == null) {
                         ex.getResponseHeaders().set("Content-Type", "text/event-stream");

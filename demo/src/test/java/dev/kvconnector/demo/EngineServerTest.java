@@ -177,4 +177,43 @@ class EngineServerTest {
             assertEquals(1, pm.at("/connector/commits").asInt());
         }
     }
+
+    @Test
+    void theLoadedTokensHeaderCarriesTheDropSelectsMatchOnAHitAndZeroOnAMiss() throws Exception {
+        String prompt = "A prompt whose KV the consumer loads whole from the store, then one it has never seen.";
+        try (KVStore store = KVStores.open("memory:?capacity=64MiB");
+             KVStoreConnector pc = KVStoreConnector.builder(store, WEIGHTS.config().kvLayout())
+                     .modelId(WEIGHTS.config().modelId()).build();
+             KVStoreConnector dc = KVStoreConnector.builder(store, WEIGHTS.config().kvLayout())
+                     .modelId(WEIGHTS.config().modelId()).build();
+             Engine p = Engine.builder(WEIGHTS).role(KVRole.PRODUCER, pc).build();
+             Engine d = Engine.builder(WEIGHTS).role(KVRole.CONSUMER, dc).build();
+             EngineServer ps = EngineServer.start(p, "127.0.0.1", 0, "kvc-demo");
+             EngineServer ds = EngineServer.start(d, "127.0.0.1", 0, "kvc-demo")) {
+            ObjectNode toP = request(prompt, 1, false);
+            toP.putObject("kv_transfer_params").put("do_remote_decode", true).put("do_remote_prefill", false);
+            HttpResponse<String> pr = post(ps.baseUri(), toP.toString(), "application/json");
+            assertEquals(200, pr.statusCode(), pr.body());
+            // A producer looks nothing up.
+            assertEquals("0", pr.headers().firstValue(EngineServer.LOADED_TOKENS_HEADER).orElse(null));
+
+            // A hit, streamed: the header comes with the status line, before the first token.
+            ObjectNode toD = request(prompt, 4, true);
+            toD.set("kv_transfer_params", JSON.readTree(pr.body()).get("kv_transfer_params"));
+            HttpResponse<String> hit = post(ds.baseUri(), toD.toString(), "application/json");
+            assertEquals(200, hit.statusCode(), hit.body());
+            assertEquals(1, dc.metrics().hits());
+            assertEquals(Integer.toString(ByteTokenizer.encode(prompt).length),
+                    hit.headers().firstValue(EngineServer.LOADED_TOKENS_HEADER).orElse(null));
+
+            // A miss, not streamed: nothing in the store under this transfer, the prefill is computed.
+            ObjectNode miss = request("A prompt nobody stored.", 4, false);
+            miss.putObject("kv_transfer_params").put("transfer_id", "never-stored").put("do_remote_prefill", true)
+                    .put("do_remote_decode", false);
+            HttpResponse<String> mr = post(ds.baseUri(), miss.toString(), "application/json");
+            assertEquals(200, mr.statusCode(), mr.body());
+            assertEquals(1, d.metrics().prefillPasses());
+            assertEquals("0", mr.headers().firstValue(EngineServer.LOADED_TOKENS_HEADER).orElse(null));
+        }
+    }
 }
