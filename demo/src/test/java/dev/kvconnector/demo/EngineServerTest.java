@@ -135,44 +135,34 @@ class EngineServerTest {
     @Test
     void prefillThenDecodeOverHttpAsTheProxyDoesIt() throws Exception {
         String prompt = "A proxied request: P with max_tokens=1, then D with P's kv_transfer_params.";
-        try (KVStore store = KVStores.open("memory:?capacity=64MiB");
-             KVStoreConnector pc = KVStoreConnector.builder(store, WEIGHTS.config().kvLayout())
-                     .modelId(WEIGHTS.config().modelId()).build();
-             KVStoreConnector dc = KVStoreConnector.builder(store, WEIGHTS.config().kvLayout())
-                     .modelId(WEIGHTS.config().modelId()).build();
-             Engine p = Engine.builder(WEIGHTS).role(KVRole.PRODUCER, pc).build();
-             Engine d = Engine.builder(WEIGHTS).role(KVRole.CONSUMER, dc).build();
-             EngineServer ps = EngineServer.start(p, "127.0.0.1", 0, "kvc-demo");
-             EngineServer ds = EngineServer.start(d, "127.0.0.1", 0, "kvc-demo")) {
-            ObjectNode toP = request(prompt, 1, false);
-            toP.putObject("kv_transfer_params").put("do_remote_decode", true).put("do_remote_prefill", false);
-            HttpResponse<String> pr = post(ps.baseUri(), toP.toString(), "application/json");
+        try (PrefillDecode pd = new PrefillDecode()) {
+            HttpResponse<String> pr = pd.prefill(prompt);
             assertEquals(200, pr.statusCode(), pr.body());
             JsonNode params = JSON.readTree(pr.body()).get("kv_transfer_params");
             assertTrue(params.get("do_remote_prefill").asBoolean());
             assertFalse(params.get("transfer_id").asText().isEmpty());
-            assertEquals(ps.port(), params.get("remote_port").asInt());
+            assertEquals(pd.ps.port(), params.get("remote_port").asInt());
 
             ObjectNode toD = request(prompt, 16, true);
             toD.set("kv_transfer_params", params);
-            HttpResponse<String> dr = post(ds.baseUri(), toD.toString(), "application/json");
+            HttpResponse<String> dr = post(pd.ds.baseUri(), toD.toString(), "application/json");
             assertEquals(200, dr.statusCode(), dr.body());
 
             String expected = ByteTokenizer.decode(engine.generate(ByteTokenizer.encode(prompt), 16).tokens());
             assertEquals(expected, streamedText(dr.body()));
-            assertEquals(0, d.metrics().prefillPasses());
-            assertEquals(1, dc.metrics().hits());
+            assertEquals(0, pd.d.metrics().prefillPasses());
+            assertEquals(1, pd.dc.metrics().hits());
 
-            JsonNode dm = JSON.readTree(http.send(HttpRequest.newBuilder(ds.baseUri().resolve("/kv/metrics")).build(),
-                    HttpResponse.BodyHandlers.ofString()).body());
+            JsonNode dm = JSON.readTree(http.send(HttpRequest.newBuilder(pd.ds.baseUri().resolve("/kv/metrics"))
+                    .build(), HttpResponse.BodyHandlers.ofString()).body());
             assertEquals("kv_consumer", dm.get("role").asText());
             assertEquals(0, dm.at("/engine/prefill_passes").asInt());
             assertEquals(1, dm.at("/engine/loaded_prefills").asInt());
             assertEquals(1, dm.at("/connector/hits").asInt());
             assertEquals(0, dm.at("/connector/misses/ABSENT").asInt());
             assertEquals(WEIGHTS.config().layers(), dm.at("/connector/drop_layer/count").asInt());
-            JsonNode pm = JSON.readTree(http.send(HttpRequest.newBuilder(ps.baseUri().resolve("/kv/metrics")).build(),
-                    HttpResponse.BodyHandlers.ofString()).body());
+            JsonNode pm = JSON.readTree(http.send(HttpRequest.newBuilder(pd.ps.baseUri().resolve("/kv/metrics"))
+                    .build(), HttpResponse.BodyHandlers.ofString()).body());
             assertEquals(1, pm.at("/engine/inserts").asInt());
             assertEquals(1, pm.at("/connector/commits").asInt());
         }
@@ -181,18 +171,8 @@ class EngineServerTest {
     @Test
     void theLoadedTokensHeaderCarriesTheDropSelectsMatchOnAHitAndZeroOnAMiss() throws Exception {
         String prompt = "A prompt whose KV the consumer loads whole from the store, then one it has never seen.";
-        try (KVStore store = KVStores.open("memory:?capacity=64MiB");
-             KVStoreConnector pc = KVStoreConnector.builder(store, WEIGHTS.config().kvLayout())
-                     .modelId(WEIGHTS.config().modelId()).build();
-             KVStoreConnector dc = KVStoreConnector.builder(store, WEIGHTS.config().kvLayout())
-                     .modelId(WEIGHTS.config().modelId()).build();
-             Engine p = Engine.builder(WEIGHTS).role(KVRole.PRODUCER, pc).build();
-             Engine d = Engine.builder(WEIGHTS).role(KVRole.CONSUMER, dc).build();
-             EngineServer ps = EngineServer.start(p, "127.0.0.1", 0, "kvc-demo");
-             EngineServer ds = EngineServer.start(d, "127.0.0.1", 0, "kvc-demo")) {
-            ObjectNode toP = request(prompt, 1, false);
-            toP.putObject("kv_transfer_params").put("do_remote_decode", true).put("do_remote_prefill", false);
-            HttpResponse<String> pr = post(ps.baseUri(), toP.toString(), "application/json");
+        try (PrefillDecode pd = new PrefillDecode()) {
+            HttpResponse<String> pr = pd.prefill(prompt);
             assertEquals(200, pr.statusCode(), pr.body());
             // A producer looks nothing up.
             assertEquals("0", pr.headers().firstValue(EngineServer.LOADED_TOKENS_HEADER).orElse(null));
@@ -200,9 +180,9 @@ class EngineServerTest {
             // A hit, streamed: the header comes with the status line, before the first token.
             ObjectNode toD = request(prompt, 4, true);
             toD.set("kv_transfer_params", JSON.readTree(pr.body()).get("kv_transfer_params"));
-            HttpResponse<String> hit = post(ds.baseUri(), toD.toString(), "application/json");
+            HttpResponse<String> hit = post(pd.ds.baseUri(), toD.toString(), "application/json");
             assertEquals(200, hit.statusCode(), hit.body());
-            assertEquals(1, dc.metrics().hits());
+            assertEquals(1, pd.dc.metrics().hits());
             assertEquals(Integer.toString(ByteTokenizer.encode(prompt).length),
                     hit.headers().firstValue(EngineServer.LOADED_TOKENS_HEADER).orElse(null));
 
@@ -210,10 +190,44 @@ class EngineServerTest {
             ObjectNode miss = request("A prompt nobody stored.", 4, false);
             miss.putObject("kv_transfer_params").put("transfer_id", "never-stored").put("do_remote_prefill", true)
                     .put("do_remote_decode", false);
-            HttpResponse<String> mr = post(ds.baseUri(), miss.toString(), "application/json");
+            HttpResponse<String> mr = post(pd.ds.baseUri(), miss.toString(), "application/json");
             assertEquals(200, mr.statusCode(), mr.body());
-            assertEquals(1, d.metrics().prefillPasses());
+            assertEquals(1, pd.d.metrics().prefillPasses());
             assertEquals("0", mr.headers().firstValue(EngineServer.LOADED_TOKENS_HEADER).orElse(null));
+        }
+    }
+
+    /** A producer and a consumer engine sharing one {@code memory:} store, each behind its own server, as in 1P1D. */
+    private static final class PrefillDecode implements AutoCloseable {
+        final KVStore store = KVStores.open("memory:?capacity=64MiB");
+        final KVStoreConnector pc = connector();
+        final KVStoreConnector dc = connector();
+        final Engine p = Engine.builder(WEIGHTS).role(KVRole.PRODUCER, pc).build();
+        final Engine d = Engine.builder(WEIGHTS).role(KVRole.CONSUMER, dc).build();
+        final EngineServer ps = EngineServer.start(p, "127.0.0.1", 0, "kvc-demo");
+        final EngineServer ds = EngineServer.start(d, "127.0.0.1", 0, "kvc-demo");
+
+        private KVStoreConnector connector() {
+            return KVStoreConnector.builder(store, WEIGHTS.config().kvLayout()).modelId(WEIGHTS.config().modelId())
+                    .build();
+        }
+
+        /** Sends {@code prompt} to P as the proxy does first: one token, with do_remote_decode. */
+        HttpResponse<String> prefill(String prompt) throws Exception {
+            ObjectNode toP = request(prompt, 1, false);
+            toP.putObject("kv_transfer_params").put("do_remote_decode", true).put("do_remote_prefill", false);
+            return post(ps.baseUri(), toP.toString(), "application/json");
+        }
+
+        @Override
+        public void close() {
+            ds.close();
+            ps.close();
+            d.close();
+            p.close();
+            dc.close();
+            pc.close();
+            store.close();
         }
     }
 }

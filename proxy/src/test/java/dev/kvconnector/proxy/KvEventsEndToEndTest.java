@@ -14,7 +14,6 @@ import dev.kvconnector.paged.BlockTable;
 import dev.kvconnector.paged.PagedKVCache;
 import dev.kvconnector.store.KVStore;
 import dev.kvconnector.store.KVStores;
-import java.nio.charset.StandardCharsets;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.Test;
 
@@ -27,18 +26,9 @@ class KvEventsEndToEndTest extends ProxyTestBase {
     private static final KVLayout LAYOUT = KVLayout.preset("qwen2.5-0.5b");
     private static final String PROMPT = "a shared system prompt that many requests start with, and then a question";
 
-    private static int[] bytes(String text) {
-        byte[] b = text.getBytes(StandardCharsets.UTF_8);
-        int[] ids = new int[b.length];
-        for (int i = 0; i < b.length; i++) {
-            ids[i] = b[i] & 0xff;
-        }
-        return ids;
-    }
-
     /** What an engine does after a prefill: puts the prompt's KV through its connector, which emits the events. */
     private static void insert(KVStore store, ZmqKvEventPublisher pub, String instance, String prompt) {
-        RequestTokens tokens = RequestTokens.of(bytes(prompt));
+        RequestTokens tokens = RequestTokens.of(KvPrompts.byteTokens(prompt));
         int blocks = (tokens.totalTokens() + 15) / 16;
         int[] ids = new int[blocks];
         for (int i = 0; i < blocks; i++) {

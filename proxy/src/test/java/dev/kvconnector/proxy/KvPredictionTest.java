@@ -7,9 +7,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.kvconnector.events.KvEvent;
 import dev.kvconnector.events.KvEventBatch;
 import dev.kvconnector.events.KvEventSource;
-import dev.kvconnector.key.KvcV1KeyScheme;
-import dev.kvconnector.key.RequestTokens;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
@@ -27,13 +24,7 @@ class KvPredictionTest extends ProxyTestBase {
     private static final String PROMPT = "The quick brown fox jumps over the lazy dog, then naps for a while.";
 
     private static List<String> hashes(String prompt) {
-        byte[] b = prompt.getBytes(StandardCharsets.UTF_8);
-        int[] ids = new int[b.length];
-        for (int i = 0; i < b.length; i++) {
-            ids[i] = b[i] & 0xff;
-        }
-        return KvcV1KeyScheme.planFromRoot(ROOT, CHUNK, 0, RequestTokens.of(ids)).chunks().stream()
-                .map(c -> c.hashHex()).toList();
+        return KvPrompts.chunkHashes(ROOT, CHUNK, prompt);
     }
 
     /** Stores the first {@code count} chunks of {@code h} in {@code medium}, as one batch numbered {@code seq}. */
