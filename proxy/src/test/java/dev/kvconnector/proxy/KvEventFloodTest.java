@@ -30,6 +30,7 @@ class KvEventFloodTest extends ProxyTestBase {
             KvRouter router = proxy.kvRouter();
             String body = "{\"prompt\":\"flood\",\"max_tokens\":1}";
             latencies(proxy, body, 200); // warm-up: the first requests pay for class loading and the JIT
+            long firstFlood = awaitLiveLink(pub, router, p.address());
             long[] quiet = latencies(proxy, body, 50);
 
             AtomicBoolean flooding = new AtomicBoolean(true);
@@ -41,8 +42,9 @@ class KvEventFloodTest extends ProxyTestBase {
                     long due = start + (sent / 100 + 1) * 1_000_000L;
                     for (int k = 0; k < 50; k++, sent += 2) {
                         String h = String.format("%064x", sent % 4096);
-                        pub.onEvent(new KvEvent.Stored(1, sent, p.address(), STORE, "kvc-v1", h, null, 16, 2));
-                        pub.onEvent(new KvEvent.Removed(1, sent + 1, p.address(), STORE, h, RemovalReason.EVICTED));
+                        long seq = firstFlood + sent;
+                        pub.onEvent(new KvEvent.Stored(1, seq, p.address(), STORE, "kvc-v1", h, null, 16, 2));
+                        pub.onEvent(new KvEvent.Removed(1, seq + 1, p.address(), STORE, h, RemovalReason.EVICTED));
                     }
                     LockSupport.parkNanos(Math.max(0, due - System.nanoTime()));
                 }
@@ -70,6 +72,27 @@ class KvEventFloodTest extends ProxyTestBase {
             assertTrue(flooded[49] < 5_000_000_000L, "a request took " + flooded[49] / 1e6 + " ms during the flood");
             assertTrue(router.index.size() <= 4096, "the index grew to " + router.index.size());
         }
+    }
+
+    /**
+     * Publishes probe events until the router has applied one, so the flood measures a live link: a fresh jeromq
+     * PUB/SUB pair sometimes never delivers until the router replaces its socket after three silent heartbeats, and a
+     * SUB drops whatever was sent before it joined.
+     *
+     * @return the sequence number the flood goes on from
+     */
+    private static long awaitLiveLink(ZmqKvEventPublisher pub, KvRouter router, String instance)
+            throws InterruptedException {
+        long deadline = System.nanoTime() + 30_000_000_000L;
+        long seq = 0;
+        while (router.metrics.events.sum() == 0) {
+            assertTrue(System.nanoTime() < deadline, "no event reached the router in 30 s, reconnects included");
+            String h = String.format("%064x", 4096 + seq);
+            pub.onEvent(new KvEvent.Stored(1, seq++, instance, STORE, "kvc-v1", h, null, 16, 2));
+            pub.onEvent(new KvEvent.Removed(1, seq++, instance, STORE, h, RemovalReason.EVICTED));
+            Thread.sleep(50);
+        }
+        return seq;
     }
 
     /** Sends {@code n} requests one after another; their latencies in ns, sorted. */
