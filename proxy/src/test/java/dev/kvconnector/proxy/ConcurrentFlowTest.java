@@ -16,7 +16,7 @@ class ConcurrentFlowTest extends ProxyTestBase {
         var p1 = instance("p1").failNext(1, 500);
         var p2 = instance("p2");
         // D outlasts P1's failure and P2's retry, as a layer-wise D waiting for the transfer would.
-        var d = instance("d").stall(1_000);
+        var d = instance("d").answerWhen(() -> !p2.completions().isEmpty());
         XpydProxy proxy = start(config().flow(ProxyFlow.CONCURRENT).prefill(p1.address(), p2.address())
                 .decode(d.address()));
 
@@ -34,7 +34,7 @@ class ConcurrentFlowTest extends ProxyTestBase {
     void decodeAnswersWhenTheConcurrentPrefillFailsInDecodeOnlyMode() throws Exception {
         var p1 = instance("p1").failNext(1, 500);
         var p2 = instance("p2");
-        var d = instance("d").stall(300);
+        var d = instance("d").stall(300).answerWhen(() -> !p1.completions().isEmpty());
         XpydProxy proxy = start(config().flow(ProxyFlow.CONCURRENT).onPrefillFailure(PrefillFailureMode.DECODE_ONLY)
                 .prefill(p1.address(), p2.address()).decode(d.address()));
 
@@ -44,7 +44,7 @@ class ConcurrentFlowTest extends ProxyTestBase {
         assertEquals("answer from d", json(res.body()).at("/choices/0/text").asText());
         assertEquals(1, p1.completions().size());
         assertEquals(0, p2.completions().size(), "decode-only mode does not retry the prefill");
-        HealthCheckTest.awaitTrue(() -> {
+        awaitTrue(() -> {
             try {
                 return get(proxy, "/metrics").body().contains("xpyd_proxy_decode_only_total 1");
             } catch (Exception e) {

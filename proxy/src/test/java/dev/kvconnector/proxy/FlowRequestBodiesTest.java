@@ -78,16 +78,7 @@ class FlowRequestBodiesTest extends ProxyTestBase {
     void concurrentSendsBothAtOnceWithASharedTransferId() throws Exception {
         var prefillHeld = new java.util.concurrent.CountDownLatch(1);
         var p = instance("p").holdUntil(prefillHeld);
-        // D answers only once P has the request, so the test does not depend on which virtual thread runs first
-        // on a loaded machine (the proxy cancels a prefill that has not finished when D is done).
-        var prefillReceived = new java.util.concurrent.CountDownLatch(1);
-        var d = instance("d").holdUntil(prefillReceived);
-        Thread.ofVirtual().start(() -> {
-            while (p.completions().isEmpty()) {
-                java.util.concurrent.locks.LockSupport.parkNanos(5_000_000);
-            }
-            prefillReceived.countDown();
-        });
+        var d = instance("d").answerWhen(() -> !p.completions().isEmpty());
         XpydProxy proxy = start(config().flow(ProxyFlow.CONCURRENT).prefill(p.address()).decode(d.address()));
 
         HttpResponse<String> res;

@@ -5,7 +5,6 @@ import dev.kvconnector.error.KVException;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
-import java.util.function.BooleanSupplier;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -115,15 +114,5 @@ class HealthCheckTest extends ProxyTestBase {
 
         XpydProxy warned = start(config().startupCheck(StartupCheck.WARN).prefill(dead).decode(d.address()));
         assertEquals(200, get(warned, "/status").statusCode());
-    }
-
-    static void awaitTrue(BooleanSupplier condition, String what) throws InterruptedException {
-        long end = System.nanoTime() + 5_000_000_000L;
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > end) {
-                throw new AssertionError("timed out waiting for: " + what);
-            }
-            Thread.sleep(10);
-        }
     }
 }

@@ -14,7 +14,6 @@ import dev.kvconnector.paged.BlockTable;
 import dev.kvconnector.paged.PagedKVCache;
 import dev.kvconnector.store.KVStore;
 import dev.kvconnector.store.KVStores;
-import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -43,16 +42,6 @@ class KvEventsEndToEndTest extends ProxyTestBase {
         }
     }
 
-    private static void await(BooleanSupplier condition, String what) throws InterruptedException {
-        long end = System.nanoTime() + 10_000_000_000L;
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > end) {
-                throw new AssertionError("timed out waiting until " + what);
-            }
-            Thread.sleep(10);
-        }
-    }
-
     private static String completion(String prompt) {
         return "{\"prompt\":" + JSON.valueToTree(prompt) + ",\"max_tokens\":2}";
     }
@@ -69,10 +58,10 @@ class KvEventsEndToEndTest extends ProxyTestBase {
         XpydProxy proxy = start(config().policy(Policy.KV_AWARE).prefill(p.address()).decode(d.address())
                 .kvEvents(new KvEventEndpoint(p.address(), endpoint, null)));
         KvRouter router = proxy.kvRouter();
-        await(() -> router.metrics.reconnects.sum() >= 1, "the silent link is reconnected");
+        awaitTrue(() -> router.metrics.reconnects.sum() >= 1, "the silent link is reconnected");
         try (KVStore store = KVStores.open("memory:?capacity=64MiB");
              ZmqKvEventPublisher late = ZmqKvEventPublisher.bind(endpoint, null)) {
-            await(() -> {
+            awaitTrue(() -> {
                 insert(store, late, p.address(), PROMPT);
                 return router.index.size() == 5;
             }, "the late publisher's chunks are indexed");
@@ -112,7 +101,7 @@ class KvEventsEndToEndTest extends ProxyTestBase {
                 // The SUB socket joins asynchronously: the first insert's events may be sent before it has; the
                 // replay on the first message it does see brings them back.
                 insert(store, first, p2.address(), PROMPT);
-                await(() -> router.index.size() >= 5, "the first insert's chunks are indexed");
+                awaitTrue(() -> router.index.size() >= 5, "the first insert's chunks are indexed");
                 for (int k = 0; k < 2; k++) {
                     assertEquals(200, post(proxy, "/v1/completions", completion(PROMPT)).statusCode());
                 }
@@ -126,11 +115,11 @@ class KvEventsEndToEndTest extends ProxyTestBase {
             long before = router.metrics.epochChanges.sum();
             try (ZmqKvEventPublisher second = ZmqKvEventPublisher.bind(pubEndpoint, replayEndpoint)) {
                 String other = "an unrelated prompt, which the restarted engine computes and stores for later";
-                await(() -> {
+                awaitTrue(() -> {
                     insert(store, second, p2.address(), other);
                     return router.metrics.epochChanges.sum() > before;
                 }, "the proxy sees the new epoch");
-                await(() -> router.index.size() == 5, "only the new engine's chunks are indexed");
+                awaitTrue(() -> router.index.size() == 5, "only the new engine's chunks are indexed");
                 assertEquals(200, post(proxy, "/v1/completions", completion(PROMPT)).statusCode());
                 assertEquals(1, p1.completions().size() + p2.completions().size() - 2);
                 assertEquals(1, router.metrics.decisions(KvMetrics.Reason.LOAD));

@@ -107,15 +107,14 @@ class KvPredictionTest extends ProxyTestBase {
         List<String> h = hashes(PROMPT);
         store(feed, 0, h, 3, "GPU");
         p.loadedTokens(3 * CHUNK);
+        KvMetrics m = proxy.kvRouter().metrics;
+        // The proxy cancels a concurrent prefill that is still running when D is done, so D answers once P's header
+        // has been counted.
+        d.answerWhen(() -> m.exact.sum() > 0);
         var r = post(proxy, "/v1/completions", completion(true));
         assertEquals(200, r.statusCode(), r.body());
-        KvMetrics m = proxy.kvRouter().metrics;
-        // The concurrent prefill ends after the client's answer may have: wait for P's header to be counted.
-        long end = System.nanoTime() + 5_000_000_000L;
-        while (m.exact.sum() == 0 && System.nanoTime() < end) {
-            Thread.sleep(10);
-        }
         assertEquals(1, m.exact.sum());
+        d.answerWhen(null);
 
         // The store holds the whole prompt: straight to D, whose streamed answer reports a stale store (a miss).
         store(feed, 1, h, h.size(), STORE);

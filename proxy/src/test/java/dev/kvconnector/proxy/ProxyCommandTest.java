@@ -121,7 +121,7 @@ class ProxyCommandTest {
             Thread runner = Thread.ofVirtual().start(() -> cl.execute("--model", "m", "--decode", d.address(),
                     "--host", "127.0.0.1", "--port", String.valueOf(port), "--on-prefill-failure", "decode-only"));
             try {
-                HealthCheckTest.awaitTrue(() -> out.toString().contains("127.0.0.1:" + port), "proxy started");
+                ProxyTestBase.awaitTrue(() -> out.toString().contains("127.0.0.1:" + port), "proxy started");
                 try (var http = java.net.http.HttpClient.newHttpClient()) {
                     var res = http.send(java.net.http.HttpRequest.newBuilder(
                                     java.net.URI.create("http://127.0.0.1:" + port + "/v1/completions"))

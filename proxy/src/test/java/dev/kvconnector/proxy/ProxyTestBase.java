@@ -12,6 +12,7 @@ import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.BooleanSupplier;
 
 /** Starts test doubles and proxies on free 127.0.0.1 ports and stops them all after each test. */
 abstract class ProxyTestBase {
@@ -91,5 +92,16 @@ abstract class ProxyTestBase {
 
     static JsonNode json(String s) throws IOException {
         return JSON.readTree(s);
+    }
+
+    /** Polls {@code condition} every 10 ms and fails naming {@code what} if it is still false after 10 s. */
+    static void awaitTrue(BooleanSupplier condition, String what) throws InterruptedException {
+        long end = System.nanoTime() + 10_000_000_000L;
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > end) {
+                throw new AssertionError("timed out waiting until " + what);
+            }
+            Thread.sleep(10);
+        }
     }
 }

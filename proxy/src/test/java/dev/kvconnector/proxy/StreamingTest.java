@@ -102,17 +102,6 @@ class StreamingTest extends ProxyTestBase {
         assertTrue(get(proxy, "/metrics").body().contains("xpyd_proxy_client_disconnects_total 1"));
     }
 
-    private static void awaitTrue(java.util.function.BooleanSupplier condition, String failure)
-            throws InterruptedException {
-        long end = System.nanoTime() + 3_000_000_000L;
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > end) {
-                throw new AssertionError(failure);
-            }
-            Thread.sleep(5);
-        }
-    }
-
     @Test
     void decodeStreamBrokenMidwayEndsWithAnSseErrorEvent() throws Exception {
         var p = instance("p");

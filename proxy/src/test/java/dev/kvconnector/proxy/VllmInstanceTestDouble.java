@@ -16,6 +16,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BooleanSupplier;
 
 /**
  * Test double of a vLLM OpenAI-compatible server on a free 127.0.0.1 port. It records every completion
@@ -45,6 +46,7 @@ final class VllmInstanceTestDouble implements AutoCloseable {
     private volatile int failStatus = 500;
     private volatile long stallMillis;
     private volatile CountDownLatch holdBeforeAnswer;
+    private volatile BooleanSupplier answerWhen;
     private volatile int chunks = 3;
     private volatile long chunkDelayMillis;
     private volatile String chunkPadding = "";
@@ -94,6 +96,16 @@ final class VllmInstanceTestDouble implements AutoCloseable {
     /** Holds every completion (after recording it) until the latch opens. */
     VllmInstanceTestDouble holdUntil(CountDownLatch latch) {
         holdBeforeAnswer = latch;
+        return this;
+    }
+
+    /**
+     * Holds every completion (after recording it) until {@code condition} holds, for up to 20 s. In the concurrent
+     * flow the proxy cancels a prefill still in flight when decode is done, so a test that reads what P received or
+     * answered makes D wait for it instead of depending on which thread runs first.
+     */
+    VllmInstanceTestDouble answerWhen(BooleanSupplier condition) {
+        answerWhen = condition;
         return this;
     }
 
@@ -190,6 +202,11 @@ final class VllmInstanceTestDouble implements AutoCloseable {
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
+        }
+        BooleanSupplier ready = answerWhen;
+        long end = System.nanoTime() + 20_000_000_000L;
+        while (ready != null && !ready.getAsBoolean() && System.nanoTime() < end) {
+            sleep(5);
         }
         if (failuresLeft.getAndUpdate(n -> n > 0 ? n - 1 : 0) > 0) {
             send(ex, failStatus, "{\"error\":{\"message\":\"" + name + " failed on purpose\",\"type\":\"TestDouble\","
