@@ -56,7 +56,9 @@ abstract class AbstractValkeyStoreTest {
                 store.close();
             }
         } finally {
-            server.close();
+            if (server != null) {
+                server.close();
+            }
         }
     }
 

@@ -37,7 +37,9 @@ class ValkeyAuthTest {
 
     @AfterAll
     void stop() {
-        server.close();
+        if (server != null) {
+            server.close();
+        }
     }
 
     private void assertWorks(String uri) {

@@ -38,9 +38,13 @@ class ValkeySteadyStateAllocationTest {
     @AfterAll
     void stop() {
         try {
-            store.close();
+            if (store != null) {
+                store.close();
+            }
         } finally {
-            server.close();
+            if (server != null) {
+                server.close();
+            }
         }
     }
 
