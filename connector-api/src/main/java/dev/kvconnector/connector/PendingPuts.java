@@ -4,15 +4,12 @@ import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.atomic.AtomicReference;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
- * One insert's puts in flight on the connector's I/O threads: counts them, keeps the first failure for commit, and
- * gives pooled staging back once a put is done. {@link #acquire} waits for these puts when the staging pool is full.
+ * One insert's puts in flight on the connector's I/O threads: counts them, keeps the first failure for commit (and
+ * hands it to the connector's error handler once), and gives pooled staging back once a put is done. {@link #acquire} waits for these puts when the staging pool is full.
  */
 final class PendingPuts {
-    private static final Logger LOG = LoggerFactory.getLogger(PendingPuts.class);
     private final StoreConnector connector;
     private final AtomicReference<Throwable> failure = new AtomicReference<>();
     private final Object lock = new Object();
@@ -45,8 +42,7 @@ final class PendingPuts {
                 connector.store().putBatch(keys, values, keys.length, connector.putOptions(), new boolean[keys.length]);
             } catch (Throwable t) {
                 if (failure.compareAndSet(null, t)) {
-                    LOG.warn("chunk put to {} failed; the insert will abort at commit: {}", connector.endpoint(),
-                            t.toString());
+                    connector.onIoError("chunk put (the insert aborts at commit) to", t);
                 }
             } finally {
                 if (release != null) {

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
 import dev.kvconnector.key.RequestTokens;
+import dev.kvconnector.key.vllm.VllmV1KeyScheme;
 import dev.kvconnector.layout.KVLayout;
 import dev.kvconnector.store.KVStores;
 import dev.kvconnector.store.StoreCapability;
@@ -63,21 +64,31 @@ class ConnectorConfigurationTest {
 
     @Test
     void aLayerPutThatFailsOnAnIoThreadReachesTheErrorHandlerAndTheProducer() {
+        assertAPutFailureReachesTheHandlerOnceAndTheProducer("kvc-v1", "layer put");
+    }
+
+    @Test
+    void aChunkObjectPutThatFailsOnAnIoThreadReachesTheErrorHandlerAndTheProducer() {
+        // vllm-v1's objects hold every layer of a block: they are put by the chunk-object path (PendingPuts).
+        assertAPutFailureReachesTheHandlerOnceAndTheProducer(VllmV1KeyScheme.NAME, "chunk put");
+    }
+
+    private static void assertAPutFailureReachesTheHandlerOnceAndTheProducer(String scheme, String expectedWhere) {
         List<String> where = new CopyOnWriteArrayList<>();
         List<Throwable> failures = new CopyOnWriteArrayList<>();
         CountingStoreTestDouble store = new CountingStoreTestDouble(KVStores.open("memory:?capacity=64MiB"),
                 EnumSet.of(StoreCapability.REMOVE, StoreCapability.BATCH));
         KVException down = KVException.of(ErrorCode.STORE_UNREACHABLE, "test double: the store went down").build();
         store.putFailure = down;
-        int[] ids = new int[40];
+        int[] ids = new int[48]; // whole 16-token blocks, so vllm-v1 stores every token
         try (store; Arena arena = Arena.ofConfined();
-             KVStoreConnector kv = KVStoreConnector.builder(store, LAYOUT).ioThreads(1)
+             KVStoreConnector kv = KVStoreConnector.builder(store, LAYOUT).keyScheme(scheme).ioThreads(1)
                      .errorHandler((w, f) -> {
                          where.add(w);
                          failures.add(f);
                      }).build();
              InsertSession insert = kv.beginInsert(RequestTokens.of(ids))) {
-            TensorSpec spec = TensorSpec.of(LAYOUT.dtype(), 40, LAYOUT.kvHeads(), LAYOUT.headSize());
+            TensorSpec spec = TensorSpec.of(LAYOUT.dtype(), ids.length, LAYOUT.kvHeads(), LAYOUT.headSize());
             Tensor k = Tensor.host(spec, arena.allocate(spec.byteSize()));
             // The failure surfaces at the first call after the I/O thread met it: a later putLayer, or the commit.
             KVException e = assertThrows(KVException.class, () -> {
@@ -89,7 +100,8 @@ class ConnectorConfigurationTest {
             assertSame(down, e);
         }
         assertEquals(List.of(down), failures, "the handler gets the first failure once");
-        assertTrue(where.getFirst().startsWith("layer put") && where.getFirst().contains("memory:"), where.toString());
+        assertTrue(where.getFirst().startsWith(expectedWhere) && where.getFirst().contains("memory:"),
+                where.toString());
     }
 
     @Test
