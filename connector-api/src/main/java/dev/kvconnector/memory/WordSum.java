@@ -74,6 +74,16 @@ public final class WordSum {
         }
     }
 
+    /**
+     * Adds the sums of the payload's next {@code bytes} bytes, summed elsewhere ({@link NativeCopy}): the even words'
+     * sum modulo 2^32 in the low half of {@code packedSums}, the odd words' in the high half.
+     */
+    void addSums(long packedSums, long bytes) {
+        even += packedSums & LOW_WORD;
+        odd += packedSums >>> 32;
+        position += bytes;
+    }
+
     /** The checksum of the bytes summed so far. */
     public int value() {
         return (int) even + 3 * (int) odd;
