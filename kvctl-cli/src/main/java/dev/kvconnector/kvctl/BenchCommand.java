@@ -7,6 +7,7 @@ import dev.kvconnector.connector.DropResult;
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
 import dev.kvconnector.layout.KVLayout;
+import dev.kvconnector.memory.NativeCopy;
 import dev.kvconnector.store.KVStore;
 import dev.kvconnector.store.KVStores;
 import dev.kvconnector.store.StoreUri;
@@ -109,6 +110,7 @@ final class BenchCommand implements Callable<Integer> {
             out.println("memcpy floor: one MemorySegment.copy of the whole request's tensors, divided by its layers.");
             out.println("layer latency includes the copy into or out of staging, the 64-byte header"
                     + (noChecksums ? "" : " with its payload checksum") + ", and the store's own put or get.");
+            out.println("payload copies: " + NativeCopy.status());
             String hint = ValkeyAllocatorHint.probe(store.uri);
             if (hint != null) {
                 out.println(hint);
@@ -121,6 +123,7 @@ final class BenchCommand implements Callable<Integer> {
             report.put("layer_bytes", w.layerBytes());
             report.put("iterations", iterations);
             report.put("checksums", !noChecksums);
+            report.put("native_copy", NativeCopy.available());
             report.put("memcpy_layer_p50_ns", copyP50);
             report.put("insert_layer_p50_ns", m.insertLayer().p50Nanos());
             report.put("insert_layer_p99_ns", m.insertLayer().p99Nanos());

@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.kvconnector.lmcache.protocol.LmProtocolVersion;
 import dev.kvconnector.lmcache.server.LmCacheServer;
+import dev.kvconnector.memory.NativeCopy;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -203,7 +204,10 @@ class KvctlTest {
                 "--warmup", "1", "--json", json.toString());
         assertEquals(0, r.code(), r.out() + r.err());
         assertTrue(r.out().contains("memcpy floor") && r.out().contains("drop-select"), r.out());
+        assertTrue(r.out().contains("payload copies: " + NativeCopy.status()), "bench does not say which copy ran: "
+                + r.out());
         JsonNode n = new ObjectMapper().readTree(json.toFile());
+        assertEquals(NativeCopy.available(), n.get("native_copy").asBoolean(), n.toString());
         assertEquals(300, n.get("tokens").asInt());
         assertEquals(300L * 512, n.get("layer_bytes").asLong());
         assertTrue(n.get("insert_layer_p50_ns").asLong() > 0);
