@@ -16,9 +16,9 @@ class ChecksummedCopyTest {
 
     @Test
     void inCiTheNativeCopyIsBuiltIntoTheJarAndUsed() {
-        // CI installs cmake and gcc and runs on x86-64 with AVX2: a jar built there without the library is a defect.
+        // CI installs cmake and gcc: a jar built there without the library is a defect (a CPU without AVX2 is not).
         assumeTrue("true".equals(System.getenv("CI")), "outside CI: " + NativeCopy.status());
-        assertTrue(NativeCopy.available(), NativeCopy.status());
+        assertTrue(NativeCopy.available() || NativeCopy.status().contains("no AVX2"), NativeCopy.status());
     }
 
     @Test
