@@ -27,6 +27,7 @@ import java.util.Collections;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
+import java.util.SequencedMap;
 import java.util.UUID;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.IntConsumer;
@@ -359,8 +360,8 @@ public final class Engine implements AutoCloseable {
     }
 
     /** The connectors by transport ({@code p2p}, {@code store}) of a peer-to-peer engine; empty otherwise. */
-    public Map<String, KVStoreConnector> transports() {
-        return p2p == null ? Map.of() : p2p.transports();
+    public SequencedMap<String, KVStoreConnector> transports() {
+        return p2p == null ? Collections.emptySortedMap() : p2p.transports();
     }
 
     /** Puts each layer as the forward pass finishes its K and V; a failed put aborts the insert, not the request. */

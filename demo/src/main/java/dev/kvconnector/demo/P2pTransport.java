@@ -27,8 +27,11 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
+import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.SequencedMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.IntConsumer;
 import org.slf4j.Logger;
@@ -138,8 +141,13 @@ public final class P2pTransport implements AutoCloseable {
     }
 
     /** The connectors by transport, {@code p2p} and, with a store, {@code store}, for per-transport metrics. */
-    public Map<String, KVStoreConnector> transports() {
-        return store == null ? Map.of("p2p", p2p) : Map.of("p2p", p2p, "store", store);
+    public SequencedMap<String, KVStoreConnector> transports() {
+        SequencedMap<String, KVStoreConnector> m = new LinkedHashMap<>();
+        m.put("p2p", p2p);
+        if (store != null) {
+            m.put("store", store);
+        }
+        return Collections.unmodifiableSequencedMap(m);
     }
 
     /**
