@@ -156,8 +156,10 @@ public final class P2pTransport implements AutoCloseable {
      */
     Outgoing beginPrefill(String transferId, int[] prompt, PagedKVCache cache, BlockTable table) {
         expire();
-        Outgoing o = outgoing.computeIfAbsent(transferId, Outgoing::new);
-        o.prefill(prompt, cache, table);
+        Outgoing o;
+        do {
+            o = outgoing.computeIfAbsent(transferId, Outgoing::new);
+        } while (!o.prefill(prompt, cache, table));
         return o;
     }
 
@@ -174,8 +176,11 @@ public final class P2pTransport implements AutoCloseable {
     public long destination(KVTransferParams params) {
         P2pDestination.fromParams(params).check(connector.layout(), connector.endpoint());
         expire();
-        Outgoing o = outgoing.computeIfAbsent(params.transferId(), Outgoing::new);
-        return o.destination(params);
+        Outgoing o;
+        do {
+            o = outgoing.computeIfAbsent(params.transferId(), Outgoing::new);
+        } while (!o.destination(params));
+        return o.writeFromDestination();
     }
 
     /** Drops what waited longer than {@link #HOLD_NANOS} and is not being written. */
@@ -259,6 +264,7 @@ public final class P2pTransport implements AutoCloseable {
         private boolean prefillEnded;
         private Tensor hidden;
         private InsertSession insert;
+        private boolean committed;
         private boolean ended;
         /** Gives the blocks back, once the engine is done with them; null until then. */
         private Runnable free;
@@ -267,7 +273,11 @@ public final class P2pTransport implements AutoCloseable {
             this.transferId = transferId;
         }
 
-        private synchronized void prefill(int[] tokens, PagedKVCache c, BlockTable t) {
+        /** Takes the prefill; false when this transfer just ended (dropped), so the caller makes a new one. */
+        private synchronized boolean prefill(int[] tokens, PagedKVCache c, BlockTable t) {
+            if (ended) {
+                return false;
+            }
             if (prompt != null) {
                 throw KVException.of(ErrorCode.INVALID_ARGUMENT, "transfer " + transferId + " is already being "
                         + "prefilled here").operation("p2p prefill").key(transferId).build();
@@ -275,6 +285,7 @@ public final class P2pTransport implements AutoCloseable {
             prompt = tokens;
             cache = c;
             table = t;
+            return true;
         }
 
         /** The engine computed {@code layer} (in order); it goes to D at once when D's destination is here. */
@@ -307,14 +318,23 @@ public final class P2pTransport implements AutoCloseable {
             }
         }
 
-        private synchronized long destination(KVTransferParams params) {
-            if (ended || destination != null) {
+        /** Takes D's destination; false when this transfer just ended (dropped), so the caller makes a new one. */
+        private synchronized boolean destination(KVTransferParams params) {
+            if (ended) {
+                return false;
+            }
+            if (destination != null) {
                 throw KVException.of(ErrorCode.INVALID_ARGUMENT, "transfer " + transferId + " already has a "
                         + "destination").operation("p2p send").key(transferId).build();
             }
             destination = params;
+            return true;
+        }
+
+        /** Writes what the prefill has computed; the bytes sent when that ended the transfer, else -1. */
+        private synchronized long writeFromDestination() {
             advance();
-            return ended ? bytes() : -1;
+            return committed ? bytes() : -1;
         }
 
         private long bytes() {
@@ -348,6 +368,7 @@ public final class P2pTransport implements AutoCloseable {
                         insert.putHidden(hidden);
                     }
                     insert.commit();
+                    committed = true;
                     end(null);
                 }
             } catch (KVException e) {
