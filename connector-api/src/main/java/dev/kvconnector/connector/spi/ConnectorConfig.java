@@ -132,10 +132,9 @@ public record ConnectorConfig(KvTransferConfig config, String path) {
     /** Describes a value's type, never a string's content. */
     static String describe(Object v) {
         return switch (v) {
-            case String s -> "a string";
-            case Map<?, ?> m -> "an object";
-            case List<?> l -> "a list";
-            case Boolean b -> b.toString();
+            case String _ -> "a string";
+            case Map<?, ?> _ -> "an object";
+            case List<?> _ -> "a list";
             default -> v.toString();
         };
     }
