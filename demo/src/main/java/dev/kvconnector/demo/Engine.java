@@ -151,7 +151,7 @@ public final class Engine implements AutoCloseable {
                 : RequestTokens.of(prompt).inNamespace(transferId);
         int total = prompt.length + maxTokens;
         int[] ids = blocks.allocate((total + ModelConfig.BLOCK_SIZE - 1) / ModelConfig.BLOCK_SIZE);
-        P2pTransport.Outgoing toPeer = null;
+        P2pOutgoing toPeer = null;
         MemorySegment peerHidden = null;
         try {
             BlockTable table = new BlockTable(ids, ModelConfig.BLOCK_SIZE, ids.length * ModelConfig.BLOCK_SIZE);
@@ -302,7 +302,7 @@ public final class Engine implements AutoCloseable {
      * D's destination is there.
      */
     private Computed computePrefill(int[] prompt, int from, BlockTable table, RequestTokens request,
-                                    P2pTransport.Outgoing toPeer) {
+                                    P2pOutgoing toPeer) {
         int[] rest = Arrays.copyOfRange(prompt, from, prompt.length);
         InsertSession session = role.produces() && connector != null && p2p == null && from == 0
                 ? beginInsert(request) : null;

@@ -7,7 +7,6 @@ import dev.kvconnector.config.KVTransferParams;
 import dev.kvconnector.config.KvTransferConfig;
 import dev.kvconnector.connector.DropResult;
 import dev.kvconnector.connector.DropTarget;
-import dev.kvconnector.connector.InsertSession;
 import dev.kvconnector.connector.KVStoreConnector;
 import dev.kvconnector.connector.MissReason;
 import dev.kvconnector.connector.multi.MultiConnector;
@@ -21,7 +20,6 @@ import dev.kvconnector.mooncake.p2p.TransferEngineConnector;
 import dev.kvconnector.mooncake.p2p.TransferEngineConnectorProvider;
 import dev.kvconnector.paged.BlockTable;
 import dev.kvconnector.paged.PagedKVCache;
-import dev.kvconnector.tensor.Tensor;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -47,7 +45,7 @@ import org.slf4j.LoggerFactory;
  *       answer in v1, the proxy in the concurrent flow), begins its drop-select (its blocks registered and
  *       reserved) and sends its destination, {@link P2pDropSession#transferParams()}, to P's
  *       {@code POST /kv/p2p/send}; it then accepts each layer as it lands ({@link #receive}).</li>
- *   <li>P's prefill ({@link #beginPrefill}) and D's destination ({@link #destination}) meet in an {@link Outgoing}
+ *   <li>P's prefill ({@link #beginPrefill}) and D's destination ({@link #destination}) meet in a {@link P2pOutgoing}
  *       per transfer id, whichever comes first: once both are there, P writes every layer already computed, then
  *       each later one as soon as it is computed, then the hidden states, and commits. In v1 the prefill has ended
  *       when the destination comes; in the concurrent flow it usually arrives first, and D's {@code awaitLayer(i)}
@@ -74,7 +72,7 @@ public final class P2pTransport implements AutoCloseable {
     private final TransferEngineConnector p2p;
     /** The composite's store connector, for loads without a P; null for P2P alone. */
     private final KVStoreConnector store;
-    private final Map<String, Outgoing> outgoing = new ConcurrentHashMap<>();
+    private final Map<String, P2pOutgoing> outgoing = new ConcurrentHashMap<>();
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
     /**
@@ -154,11 +152,11 @@ public final class P2pTransport implements AutoCloseable {
      * P: a prefill of {@code prompt} into {@code table} of {@code cache} begins for transfer {@code transferId}; the
      * engine reports each layer computed, the end of the prefill and, last, that it is done with the blocks.
      */
-    Outgoing beginPrefill(String transferId, int[] prompt, PagedKVCache cache, BlockTable table) {
+    P2pOutgoing beginPrefill(String transferId, int[] prompt, PagedKVCache cache, BlockTable table) {
         expire();
-        Outgoing o;
+        P2pOutgoing o;
         do {
-            o = outgoing.computeIfAbsent(transferId, Outgoing::new);
+            o = outgoing.computeIfAbsent(transferId, this::newOutgoing);
         } while (!o.prefill(prompt, cache, table));
         return o;
     }
@@ -176,17 +174,21 @@ public final class P2pTransport implements AutoCloseable {
     public long destination(KVTransferParams params) {
         P2pDestination.fromParams(params).check(connector.layout(), connector.endpoint());
         expire();
-        Outgoing o;
+        P2pOutgoing o;
         do {
-            o = outgoing.computeIfAbsent(params.transferId(), Outgoing::new);
+            o = outgoing.computeIfAbsent(params.transferId(), this::newOutgoing);
         } while (!o.destination(params));
         return o.writeFromDestination();
+    }
+
+    private P2pOutgoing newOutgoing(String transferId) {
+        return new P2pOutgoing(transferId, p2p, connector, outgoing);
     }
 
     /** Drops what waited longer than {@link #HOLD_NANOS} and is not being written. */
     private void expire() {
         long now = System.nanoTime();
-        for (Outgoing o : List.copyOf(outgoing.values())) {
+        for (P2pOutgoing o : List.copyOf(outgoing.values())) {
             o.expireIfIdle(now);
         }
     }
@@ -238,179 +240,12 @@ public final class P2pTransport implements AutoCloseable {
     @Override
     public void close() {
         try {
-            for (Outgoing o : List.copyOf(outgoing.values())) {
+            for (P2pOutgoing o : List.copyOf(outgoing.values())) {
                 o.drop("the engine is closing");
             }
             http.close();
         } finally {
             connector.close();
-        }
-    }
-
-    /**
-     * P's side of one transfer, where its prefill and D's destination meet. Every step runs under the object's
-     * lock, so its insert session (not thread-safe) sees one thread at a time: the engine's, as layers are
-     * computed, or the HTTP thread's, when the destination arrives.
-     */
-    final class Outgoing {
-        private final String transferId;
-        private long deadlineNanos = System.nanoTime() + HOLD_NANOS;
-        private KVTransferParams destination;
-        private int[] prompt;
-        private PagedKVCache cache;
-        private BlockTable table;
-        private int computed;
-        private int written;
-        private boolean prefillEnded;
-        private Tensor hidden;
-        private InsertSession insert;
-        private boolean committed;
-        private boolean ended;
-        /** Gives the blocks back, once the engine is done with them; null until then. */
-        private Runnable free;
-
-        private Outgoing(String transferId) {
-            this.transferId = transferId;
-        }
-
-        /** Takes the prefill; false when this transfer just ended (dropped), so the caller makes a new one. */
-        private synchronized boolean prefill(int[] tokens, PagedKVCache c, BlockTable t) {
-            if (ended) {
-                return false;
-            }
-            if (prompt != null) {
-                throw KVException.of(ErrorCode.INVALID_ARGUMENT, "transfer " + transferId + " is already being "
-                        + "prefilled here").operation("p2p prefill").key(transferId).build();
-            }
-            prompt = tokens;
-            cache = c;
-            table = t;
-            return true;
-        }
-
-        /** The engine computed {@code layer} (in order); it goes to D at once when D's destination is here. */
-        synchronized void layerComputed(int layer) {
-            computed = layer + 1;
-            advanceQuietly();
-        }
-
-        /**
-         * The prefill ended; {@code hiddenStates} (null when the connector keeps none) stay valid until the engine's
-         * {@link #engineDone}.
-         */
-        synchronized void prefillEnded(Tensor hiddenStates) {
-            prefillEnded = true;
-            hidden = hiddenStates;
-            deadlineNanos = System.nanoTime() + HOLD_NANOS;
-            advanceQuietly();
-        }
-
-        /** The prefill failed: nothing more will be computed. */
-        synchronized void prefillFailed(RuntimeException why) {
-            end("the prefill failed: " + why);
-        }
-
-        /** The engine is done with the blocks: {@code freeBlocks} runs now, or when the transfer no longer reads them. */
-        synchronized void engineDone(Runnable freeBlocks) {
-            free = freeBlocks;
-            if (ended) {
-                freeBlocks.run();
-            }
-        }
-
-        /** Takes D's destination; false when this transfer just ended (dropped), so the caller makes a new one. */
-        private synchronized boolean destination(KVTransferParams params) {
-            if (ended) {
-                return false;
-            }
-            if (destination != null) {
-                throw KVException.of(ErrorCode.INVALID_ARGUMENT, "transfer " + transferId + " already has a "
-                        + "destination").operation("p2p send").key(transferId).build();
-            }
-            destination = params;
-            return true;
-        }
-
-        /** Writes what the prefill has computed; the bytes sent when that ended the transfer, else -1. */
-        private synchronized long writeFromDestination() {
-            advance();
-            return committed ? bytes() : -1;
-        }
-
-        private long bytes() {
-            return connector.layout().layerBytes(prompt.length) * (long) connector.layout().numLayers();
-        }
-
-        private void advanceQuietly() {
-            try {
-                advance();
-            } catch (KVException e) {
-                LOG.warn("transfer {}: writing to D failed; D recomputes: {}", transferId, e.getMessage());
-            }
-        }
-
-        /** Writes what can be written: every layer computed, and at the end the hidden states and the commit. */
-        private void advance() {
-            if (ended || destination == null || prompt == null) {
-                return;
-            }
-            try {
-                if (insert == null) {
-                    p2p.acceptDestination(destination);
-                    insert = connector.beginInsert(RequestTokens.of(prompt).inNamespace(transferId));
-                }
-                while (written < computed) {
-                    insert.putLayer(written, cache, table);
-                    written++;
-                }
-                if (prefillEnded && written == connector.layout().numLayers()) {
-                    if (hidden != null) {
-                        insert.putHidden(hidden);
-                    }
-                    insert.commit();
-                    committed = true;
-                    end(null);
-                }
-            } catch (KVException e) {
-                end(e.getMessage());
-                throw e;
-            }
-        }
-
-        private synchronized void expireIfIdle(long now) {
-            if (!ended && insert == null && (prompt == null || prefillEnded) && now - deadlineNanos > 0) {
-                drop((prompt == null ? "no prefill came for D's destination" : "D never asked for the KV")
-                        + " within " + HOLD_NANOS / 1_000_000_000L + " s");
-            }
-        }
-
-        private synchronized void drop(String why) {
-            if (!ended && insert == null) {
-                LOG.warn("transfer {}: {}; dropping it", transferId, why);
-                end(why);
-            }
-        }
-
-        /** Ends the transfer (an insert not committed is aborted, telling D) and frees what the engine is done with. */
-        private void end(String failure) {
-            if (ended) {
-                return;
-            }
-            ended = true;
-            outgoing.remove(transferId, this);
-            if (insert != null) {
-                if (failure != null) {
-                    LOG.warn("transfer {}: aborted: {}", transferId, failure);
-                }
-                try {
-                    insert.close();
-                } catch (KVException e) {
-                    LOG.warn("transfer {}: aborting the insert failed: {}", transferId, e.getMessage());
-                }
-            }
-            if (free != null) {
-                free.run();
-            }
         }
     }
 }

@@ -87,7 +87,7 @@ class P2pLayerStreamingTest {
     }
 
     /** Computes the layers from {@code from} one by one, each reaching D before the next is computed; then ends. */
-    private void computeAndCheckEachLands(P2pTransport.Outgoing out, int from, BlockingQueue<Integer> landed,
+    private void computeAndCheckEachLands(P2pOutgoing out, int from, BlockingQueue<Integer> landed,
                                           CompletableFuture<DropResult> result) throws Exception {
         for (int l = from; l < LAYOUT.numLayers(); l++) {
             out.layerComputed(l);
@@ -111,7 +111,7 @@ class P2pLayerStreamingTest {
     @Test
     void layersComputedBeforeTheDestinationAreHeldAndEachLaterOneIsWrittenAsSoonAsItIsComputed() throws Exception {
         int[] prompt = IntStream.range(0, TOKENS).toArray();
-        P2pTransport.Outgoing out = p.beginPrefill(TRANSFER, prompt, pCache, pTable);
+        P2pOutgoing out = p.beginPrefill(TRANSFER, prompt, pCache, pTable);
         out.layerComputed(0);
         out.layerComputed(1);
 
