@@ -1,12 +1,15 @@
 package dev.kvconnector.demo;
 
 import dev.kvconnector.config.KVTransferParams;
+import dev.kvconnector.config.KvTransferConfig;
 import dev.kvconnector.connector.DropResult;
 import dev.kvconnector.connector.DropSession;
 import dev.kvconnector.connector.DropTarget;
 import dev.kvconnector.connector.InsertSession;
 import dev.kvconnector.connector.KVStoreConnector;
 import dev.kvconnector.connector.MissReason;
+import dev.kvconnector.connector.spi.ConnectorContext;
+import dev.kvconnector.connector.spi.KVConnectors;
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
 import dev.kvconnector.key.RequestTokens;
@@ -22,7 +25,9 @@ import java.lang.foreign.ValueLayout;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.EnumMap;
+import java.util.List;
 import java.util.Map;
+import java.util.SequencedMap;
 import java.util.UUID;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.IntConsumer;
@@ -39,8 +44,9 @@ import org.slf4j.LoggerFactory;
  *       layer when layer-wise loading is on), samples the first token from the last hidden state, and decodes
  *       without running the prefill. On any miss it recomputes, counts the miss by reason and logs it at INFO.</li>
  * </ul>
- * With {@link Builder#p2p} the KV moves peer to peer instead ({@link P2pTransport}: P holds the prompt's blocks
- * after its prefill, D sends its destination to P, P writes into D's blocks).
+ * With {@link Builder#p2p} the KV moves peer to peer instead ({@link P2pTransport}: D sends its destination to P,
+ * and P writes each layer into D's blocks as soon as it has computed it and the destination is there, keeping the
+ * prompt's blocks until then), alone or beside a store that keeps the prompt for prefix reuse.
  * The store keys live in the namespace of {@code kv_transfer_params.transfer_id} when one is given, so the prefill
  * and decode halves of one proxied request agree on keys; with a key scheme that binds no namespace (vllm-v1) they
  * are the prompt's own, shared by every request with the same prefix.
@@ -82,7 +88,7 @@ public final class Engine implements AutoCloseable {
         this.model = new Transformer(b.weights);
         this.role = b.role;
         this.cache = PagedKVCache.allocate(config.kvLayout(), b.cacheBlocks);
-        this.p2p = b.p2pEngineUri == null ? null : openP2p(b, cache);
+        this.p2p = b.p2pConfig == null ? null : openP2p(b.p2pConfig, cache);
         this.connector = p2p != null ? p2p.connector() : b.connector;
         this.hiddenStates = connector == null || connector.holdsHiddenStates();
         this.namespaced = connector == null || connector.bindsNamespace();
@@ -94,9 +100,10 @@ public final class Engine implements AutoCloseable {
         }
     }
 
-    private P2pTransport openP2p(Builder b, PagedKVCache c) {
+    private P2pTransport openP2p(KvTransferConfig p2pConfig, PagedKVCache c) {
         try {
-            return new P2pTransport(b.p2pEngineUri, config.kvLayout(), c, config.modelId(), b.p2pLayerTimeoutMillis);
+            return new P2pTransport(KVConnectors.open(p2pConfig, new ConnectorContext(config.kvLayout(),
+                    config.modelId(), List.of(c))));
         } catch (RuntimeException e) {
             c.close();
             throw e;
@@ -144,7 +151,8 @@ public final class Engine implements AutoCloseable {
                 : RequestTokens.of(prompt).inNamespace(transferId);
         int total = prompt.length + maxTokens;
         int[] ids = blocks.allocate((total + ModelConfig.BLOCK_SIZE - 1) / ModelConfig.BLOCK_SIZE);
-        boolean held = false;
+        P2pOutgoing toPeer = null;
+        MemorySegment peerHidden = null;
         try {
             BlockTable table = new BlockTable(ids, ModelConfig.BLOCK_SIZE, ids.length * ModelConfig.BLOCK_SIZE);
             Prefill p = role.consumes() && connector != null ? load(request, table, transferId, params)
@@ -155,10 +163,13 @@ public final class Engine implements AutoCloseable {
             Generation.PrefillSource source = p.matched() == prompt.length ? Generation.PrefillSource.LOADED
                     : p.matched() > 0 ? Generation.PrefillSource.PARTIAL : Generation.PrefillSource.COMPUTED;
             if (source != Generation.PrefillSource.LOADED) {
-                Computed c = computePrefill(prompt, p.matched(), table, request, ids);
+                if (p2p != null && role.produces() && p.matched() == 0 && request.namespace() != null) {
+                    toPeer = p2p.beginPrefill(request.namespace(), prompt, cache, table);
+                }
+                Computed c = computePrefill(prompt, p.matched(), table, request, toPeer);
                 first = c.firstToken();
                 inserted = c.inserted();
-                held = c.held();
+                peerHidden = c.peerHidden();
             }
             int[] out = new int[maxTokens];
             out[0] = first;
@@ -176,8 +187,17 @@ public final class Engine implements AutoCloseable {
                     .tpSize(1).build() : null;
             return new Generation(out, prompt.length, source, p.missReason(), answer);
         } finally {
-            if (!held) {
+            if (toPeer == null) {
                 blocks.free(ids);
+            } else {
+                MemorySegment h = peerHidden;
+                // The transfer may still read the blocks: they go back when it is done with them too.
+                toPeer.engineDone(() -> {
+                    blocks.free(ids);
+                    if (h != null) {
+                        hiddenPool.release(h);
+                    }
+                });
             }
         }
     }
@@ -277,65 +297,71 @@ public final class Engine implements AutoCloseable {
     }
 
     /**
-     * Computes prompt positions {@code [from, T)} and, when this engine produces and computes all of them, inserts.
-     *
+     * Computes prompt positions {@code [from, T)} and, when this engine produces and computes all of them, inserts:
+     * into the store layer by layer, or peer to peer through {@code toPeer}, which sends each layer to D as soon as
+     * D's destination is there.
      */
-    private Computed computePrefill(int[] prompt, int from, BlockTable table, RequestTokens request, int[] ids) {
+    private Computed computePrefill(int[] prompt, int from, BlockTable table, RequestTokens request,
+                                    P2pOutgoing toPeer) {
         int[] rest = Arrays.copyOfRange(prompt, from, prompt.length);
         InsertSession session = role.produces() && connector != null && p2p == null && from == 0
                 ? beginInsert(request) : null;
         LayerInserter inserter = session == null ? null : new LayerInserter(session, table);
         float[] hidden;
         try {
-            hidden = model.forward(rest, from, cache, table, inserter);
+            hidden = model.forward(rest, from, cache, table, toPeer != null ? toPeer::layerComputed : inserter);
         } catch (RuntimeException e) {
             if (session != null) {
                 abortQuietly(session);
+            }
+            if (toPeer != null) {
+                toPeer.prefillFailed(e);
             }
             throw e;
         }
         prefillPasses.increment();
         prefillTokens.add(rest.length);
         boolean inserted = inserter != null && !inserter.failed && finishInsert(session, hidden, prompt.length);
-        boolean held = p2p != null && role.produces() && from == 0 && request.namespace() != null;
-        if (held) {
-            holdForPeer(request.namespace(), prompt, table, ids, hidden);
+        MemorySegment peerHidden = null;
+        if (toPeer != null) {
+            Tensor states = null;
+            if (hiddenStates) {
+                int h = config.hiddenSize();
+                long bytes = (long) prompt.length * h * Float.BYTES;
+                peerHidden = hiddenPool.acquire(bytes);
+                MemorySegment.copy(hidden, 0, peerHidden, ValueLayout.JAVA_FLOAT, 0, prompt.length * h);
+                states = Tensor.host(TensorSpec.of(DType.FP32, prompt.length, h), peerHidden.asSlice(0, bytes));
+            }
+            toPeer.prefillEnded(states);
         }
-        return new Computed(Kernels.argmax(model.logits(hidden, rest.length - 1)), inserted || held, held);
+        return new Computed(Kernels.argmax(model.logits(hidden, rest.length - 1)), inserted || toPeer != null,
+                peerHidden);
     }
 
     /**
      * A computed prefill: the first generated token, whether its KV was inserted and committed (or, peer to peer,
-     * is held for D), and whether its blocks are held for D (then they are not the request's to free).
+     * goes to D), and the copy of its hidden states kept for D (pooled; null when none).
      */
-    private record Computed(int firstToken, boolean inserted, boolean held) {
-    }
-
-    /** P, peer to peer: keeps the prompt's blocks and a copy of its hidden states until D asks for them. */
-    private void holdForPeer(String transferId, int[] prompt, BlockTable table, int[] ids, float[] hidden) {
-        int h = config.hiddenSize();
-        long bytes = (long) prompt.length * h * Float.BYTES;
-        MemorySegment seg = hiddenPool.acquire(bytes);
-        MemorySegment.copy(hidden, 0, seg, ValueLayout.JAVA_FLOAT, 0, prompt.length * h);
-        p2p.hold(transferId, prompt, table, Tensor.host(TensorSpec.of(DType.FP32, prompt.length, h),
-                seg.asSlice(0, bytes)), () -> {
-                    blocks.free(ids);
-                    hiddenPool.release(seg);
-                });
+    private record Computed(int firstToken, boolean inserted, MemorySegment peerHidden) {
     }
 
     /**
-     * P, peer to peer: writes the request D's destination names (held since its prefill) into D's blocks.
+     * P, peer to peer: D's destination for a transfer; its layers go there as this engine computes them.
      *
-     * @return bytes of KV written
-     * @throws KVException {@code UNSUPPORTED} when this engine moves KV through a store; {@link P2pTransport#send}'s
+     * @return bytes of KV written when the prefill had ended (the transfer is done), or -1 when the prefill carries it
+     * @throws KVException {@code UNSUPPORTED} when this engine moves KV through a store; {@link P2pTransport#destination}'s
      */
     public long sendToPeer(KVTransferParams destination) {
         if (p2p == null) {
             throw KVException.of(ErrorCode.UNSUPPORTED, "engine " + engineId + " moves KV through a store, not peer "
                     + "to peer").operation("p2p send").hint("start the engine with --transport p2p").build();
         }
-        return p2p.send(destination, cache, config.layers());
+        return p2p.destination(destination);
+    }
+
+    /** The connectors by transport ({@code p2p}, {@code store}) of a peer-to-peer engine; empty otherwise. */
+    public SequencedMap<String, KVStoreConnector> transports() {
+        return p2p == null ? Collections.emptySortedMap() : p2p.transports();
     }
 
     /** Puts each layer as the forward pass finishes its K and V; a failed put aborts the insert, not the request. */
@@ -462,8 +488,7 @@ public final class Engine implements AutoCloseable {
         private KVStoreConnector connector;
         private boolean layerWise;
         private int cacheBlocks;
-        private String p2pEngineUri;
-        private long p2pLayerTimeoutMillis;
+        private KvTransferConfig p2pConfig;
 
         private Builder(ModelWeights weights) {
             this.weights = weights;
@@ -486,13 +511,12 @@ public final class Engine implements AutoCloseable {
 
 
         /**
-         * Moves KV peer to peer through a transfer engine opened on {@code engineUri} ({@code mooncake-te://...}),
-         * with the engine's cache registered, instead of through the role's connector (which is then null); a
-         * consumer waits {@code layerTimeoutMillis} for P's next message.
+         * Moves KV peer to peer through the connector {@code kvTransferConfig} names, built with the engine's cache
+         * registered ({@link KVConnectors}): a {@code TransferEngineConnector}, or a {@code MultiConnector} of one
+         * and a store connector ({@link P2pTransport#kvTransferConfig}); the role's connector is then null.
          */
-        public Builder p2p(String engineUri, long layerTimeoutMillis) {
-            this.p2pEngineUri = engineUri;
-            this.p2pLayerTimeoutMillis = layerTimeoutMillis;
+        public Builder p2p(KvTransferConfig kvTransferConfig) {
+            this.p2pConfig = kvTransferConfig;
             return this;
         }
 
@@ -504,7 +528,7 @@ public final class Engine implements AutoCloseable {
 
         /** Builds the engine and allocates its cache. */
         public Engine build() {
-            if (role != KVRole.NONE && connector == null && p2pEngineUri == null) {
+            if (role != KVRole.NONE && connector == null && p2pConfig == null) {
                 throw KVException.of(ErrorCode.INVALID_CONFIG, "role " + role.vllmName() + " needs a connector")
                         .hint("give a store URI (--store), or use role none").build();
             }

@@ -74,8 +74,10 @@ public final class EngineCommand implements Callable<Integer> {
     String kvEventsReplay;
 
     @Option(names = "--transport", defaultValue = "store",
-            description = "How KV moves from P to D: store (through --store) or p2p (peer to peer through the "
-                    + "transfer engine --p2p-engine; the proxy's v1 flow) (default ${DEFAULT-VALUE}).")
+            description = "How KV moves from P to D: store (through --store), p2p (peer to peer through the "
+                    + "transfer engine --p2p-engine; the proxy's v1 or concurrent flow) or p2p+store (both: P2P for "
+                    + "the request in flight, and --store, with --scheme, keeps the prompt for prefix reuse) "
+                    + "(default ${DEFAULT-VALUE}).")
     String transport;
 
     @Option(names = "--p2p-engine", defaultValue = "mooncake-te://127.0.0.1?protocol=tcp",
@@ -110,13 +112,14 @@ public final class EngineCommand implements Callable<Integer> {
         KVRole kvRole = KVRole.parse(role);
         boolean p2p = switch (transport) {
             case "store" -> false;
-            case "p2p" -> true;
-            default -> throw KVException.of(ErrorCode.INVALID_CONFIG, "--transport must be store or p2p, not "
-                    + transport).build();
+            case "p2p", "p2p+store" -> true;
+            default -> throw KVException.of(ErrorCode.INVALID_CONFIG, "--transport must be store, p2p or p2p+store, "
+                    + "not " + transport).build();
         };
-        if (kvRole != KVRole.NONE && store == null && !p2p) {
-            throw KVException.of(ErrorCode.INVALID_CONFIG, "role " + kvRole.vllmName() + " needs a KV store")
-                    .hint("pass --store URI, such as memory: or shm:/name").build();
+        boolean withStore = !p2p || transport.equals("p2p+store");
+        if (kvRole != KVRole.NONE && store == null && withStore) {
+            throw KVException.of(ErrorCode.INVALID_CONFIG, "role " + kvRole.vllmName() + " with --transport "
+                    + transport + " needs a KV store").hint("pass --store URI, such as memory: or shm:/name").build();
         }
         ModelConfig config = tiny ? ModelConfig.tiny(seed) : ModelConfig.small(seed);
         ModelWeights weights = weightsFile == null ? ModelWeights.random(config) : ModelWeights.load(config, weightsFile);
@@ -139,7 +142,8 @@ public final class EngineCommand implements Callable<Integer> {
             }
             Engine.Builder eb = Engine.builder(weights).role(kvRole, connector).layerWise(layerWise);
             if (p2p && kvRole != KVRole.NONE) {
-                eb.p2p(p2pEngine, layerTimeoutMillis);
+                eb.p2p(P2pTransport.kvTransferConfig(kvRole, p2pEngine, layerTimeoutMillis, withStore ? store : null,
+                        scheme));
             }
             if (kvBlocks > 0) {
                 eb.cacheBlocks(kvBlocks);

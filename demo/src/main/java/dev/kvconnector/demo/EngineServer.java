@@ -9,6 +9,7 @@ import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
 import dev.kvconnector.config.KVTransferParams;
 import dev.kvconnector.connector.ConnectorMetrics;
+import dev.kvconnector.connector.KVStoreConnector;
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
 import java.io.IOException;
@@ -36,10 +37,13 @@ import org.slf4j.LoggerFactory;
  *   <li>{@code GET /v1/models}: the one served model;</li>
  *   <li>{@code GET /health}: 200 with an empty body;</li>
  *   <li>{@code GET /kv/metrics}: the engine's and the connector's counters as JSON (prefill passes, loads, misses by
- *       reason, layer latencies in microseconds), so a demo can show what each instance did;</li>
- *   <li>{@code POST /kv/p2p/send} (a producer with {@code --transport p2p}): D's destination as
- *       {@code kv_transfer_params}; P writes the request it holds for that transfer id into it and answers
- *       {@code sent_bytes}, or 404 for a transfer it does not hold.</li>
+ *       reason, layer latencies in microseconds), so a demo can show what each instance did; a peer-to-peer
+ *       engine's {@code connector} also has them per transport under {@code transports} ({@code p2p},
+ *       {@code store});</li>
+ *   <li>{@code POST /kv/p2p/send} (a producer with {@code --transport p2p} or {@code p2p+store}): D's destination
+ *       as {@code kv_transfer_params}. When P's prefill of that transfer id has ended, P writes it there and
+ *       answers 200 with {@code sent_bytes}; otherwise 202: P writes each layer as its prefill computes it (a
+ *       destination no prefill comes for is dropped after a minute). 400 for a destination that does not fit.</li>
  * </ul>
  * Decoding is greedy whatever the sampling fields say. Bad requests get 400 with an OpenAI-style error object,
  * a body that is not JSON 415, an unknown model 404, a full cache 503. Each request runs on a virtual thread.
@@ -151,16 +155,12 @@ public final class EngineServer implements AutoCloseable {
             if (engine.connector() == null) {
                 root.putNull("connector");
             } else {
-                ConnectorMetrics.Snapshot c = engine.connector().metrics();
-                ObjectNode cn = root.putObject("connector").put("store", engine.connector().endpoint())
-                        .put("hits", c.hits()).put("partial_hits", c.partialHits()).put("commits", c.commits())
-                        .put("aborts", c.aborts()).put("inserted_bytes", c.insertedBytes())
-                        .put("dropped_bytes", c.droppedBytes());
-                ObjectNode cm = cn.putObject("misses");
-                c.misses().forEach((reason, n) -> cm.put(reason.name(), n));
-                latency(cn.putObject("insert_layer"), c.insertLayer());
-                latency(cn.putObject("drop_layer"), c.dropLayer());
-                latency(cn.putObject("drop_wait"), c.dropWait());
+                ObjectNode cn = connectorMetrics(root.putObject("connector"), engine.connector());
+                ObjectNode tn = JSON.createObjectNode();
+                engine.transports().forEach((name, c) -> connectorMetrics(tn.putObject(name), c));
+                if (!tn.isEmpty()) {
+                    cn.set("transports", tn);
+                }
             }
             json(ex, 200, root);
         }
@@ -181,12 +181,31 @@ public final class EngineServer implements AutoCloseable {
                 return;
             }
             try {
-                json(ex, 200, JSON.createObjectNode().put("transfer_id", destination.transferId())
-                        .put("sent_bytes", engine.sendToPeer(destination)));
+                long sent = engine.sendToPeer(destination);
+                ObjectNode answer = JSON.createObjectNode().put("transfer_id", destination.transferId());
+                json(ex, sent >= 0 ? 200 : 202, sent >= 0 ? answer.put("sent_bytes", sent)
+                        : answer.put("state", "writing as the prefill computes each layer"));
             } catch (KVException e) {
-                error(ex, e.code() == ErrorCode.INVALID_ARGUMENT ? 404 : 500, e.getMessage());
+                error(ex, switch (e.code()) {
+                    case INVALID_ARGUMENT, SHAPE_MISMATCH, INVALID_CONFIG -> 400;
+                    default -> 500;
+                }, e.getMessage());
             }
         }
+    }
+
+    /** The connector's counters and layer latencies into {@code cn}; with peer to peer, per transport too. */
+    private static ObjectNode connectorMetrics(ObjectNode cn, KVStoreConnector connector) {
+        ConnectorMetrics.Snapshot c = connector.metrics();
+        cn.put("store", connector.endpoint()).put("hits", c.hits()).put("partial_hits", c.partialHits())
+                .put("commits", c.commits()).put("aborts", c.aborts()).put("inserted_bytes", c.insertedBytes())
+                .put("dropped_bytes", c.droppedBytes());
+        ObjectNode cm = cn.putObject("misses");
+        c.misses().forEach((reason, n) -> cm.put(reason.name(), n));
+        latency(cn.putObject("insert_layer"), c.insertLayer());
+        latency(cn.putObject("drop_layer"), c.dropLayer());
+        latency(cn.putObject("drop_wait"), c.dropWait());
+        return cn;
     }
 
     private static void latency(ObjectNode o, ConnectorMetrics.LatencySummary l) {

@@ -1,144 +1,234 @@
 package dev.kvconnector.demo;
 
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.kvconnector.config.KVTransferParams;
+import dev.kvconnector.config.KvTransferConfig;
 import dev.kvconnector.connector.DropResult;
 import dev.kvconnector.connector.DropTarget;
-import dev.kvconnector.connector.InsertSession;
+import dev.kvconnector.connector.KVStoreConnector;
 import dev.kvconnector.connector.MissReason;
+import dev.kvconnector.connector.multi.MultiConnector;
+import dev.kvconnector.connector.spi.StoreConnectorProvider;
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
 import dev.kvconnector.key.RequestTokens;
-import dev.kvconnector.layout.KVLayout;
+import dev.kvconnector.mooncake.p2p.P2pDestination;
 import dev.kvconnector.mooncake.p2p.P2pDropSession;
 import dev.kvconnector.mooncake.p2p.TransferEngineConnector;
+import dev.kvconnector.mooncake.p2p.TransferEngineConnectorProvider;
 import dev.kvconnector.paged.BlockTable;
 import dev.kvconnector.paged.PagedKVCache;
-import dev.kvconnector.tensor.Tensor;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
+import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CompletableFuture;
+import java.util.SequencedMap;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.function.Consumer;
+import java.util.function.IntConsumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The demo's peer-to-peer transport ({@code --transport p2p}): KV moves from P's cache straight into D's through
- * a {@link TransferEngineConnector}, in the proxy's v1 flow, as vLLM V1's Mooncake and NIXL connectors do.
+ * The demo's peer-to-peer transport ({@code --transport p2p}, and {@code p2p+store}): KV moves from P's cache
+ * straight into D's through a {@link TransferEngineConnector}, as vLLM V1's Mooncake and NIXL connectors do, in
+ * the proxy's v1 and concurrent flows.
  *
  * <ol>
- *   <li>P prefills, keeps the request's blocks and hidden states ({@link #hold}), and answers
- *       {@code kv_transfer_params} with the transfer id and its own {@code remote_host}/{@code remote_port}; the
- *       proxy copies them into D's request.</li>
- *   <li>D begins its drop-select (its blocks registered and reserved), and sends its destination, the
- *       {@code kv_transfer_params} of {@link P2pDropSession#transferParams()}, to P's {@code POST /kv/p2p/send}
- *       ({@link #receive}); it then accepts each layer as it lands.</li>
- *   <li>P writes every held layer and the hidden states into D's blocks, commits, and frees the blocks
- *       ({@link #send}). Blocks D never asks for are freed after {@link #HOLD_NANOS} (checked at each hold).</li>
+ *   <li>D learns where P is from its {@code kv_transfer_params} ({@code remote_host}/{@code remote_port}: P's
+ *       answer in v1, the proxy in the concurrent flow), begins its drop-select (its blocks registered and
+ *       reserved) and sends its destination, {@link P2pDropSession#transferParams()}, to P's
+ *       {@code POST /kv/p2p/send}; it then accepts each layer as it lands ({@link #receive}).</li>
+ *   <li>P's prefill ({@link #beginPrefill}) and D's destination ({@link #destination}) meet in a {@link P2pOutgoing}
+ *       per transfer id, whichever comes first: once both are there, P writes every layer already computed, then
+ *       each later one as soon as it is computed, then the hidden states, and commits. In v1 the prefill has ended
+ *       when the destination comes; in the concurrent flow it usually arrives first, and D's {@code awaitLayer(i)}
+ *       returns while P computes later layers.</li>
+ *   <li>P's blocks go back to the engine when both the engine and the transfer are done with them. A prefill no D
+ *       asks for, and a destination no prefill comes for, are dropped after {@link #HOLD_NANOS} (checked whenever
+ *       a transfer begins).</li>
  * </ol>
  *
- * The concurrent flow cannot carry D's destination: the proxy gives P and D their {@code kv_transfer_params} at
- * once and nothing from D reaches P.
+ * <p>With {@code p2p+store} the connector is a {@link MultiConnector} of the P2P connector and a store connector
+ * ({@link #kvTransferConfig}, built by the connector providers): P's insert goes into both, so the store keeps the
+ * prompt for prefix reuse; D takes the request in flight from P, and loads a request that names no P (such as one
+ * sent to D alone) from the store.
  */
 public final class P2pTransport implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(P2pTransport.class);
-    /** How long P keeps a prefilled request's blocks for D, in ns: 60 s. */
+    private static final ObjectMapper JSON = new ObjectMapper();
+    /** How long P keeps a prefilled request for D, and a destination for its prefill, in ns: 60 s. */
     static final long HOLD_NANOS = 60_000_000_000L;
     /** P's endpoint that takes D's destination. */
     public static final String SEND_PATH = "/kv/p2p/send";
 
-    private final TransferEngineConnector connector;
-    private final Map<String, Held> held = new ConcurrentHashMap<>();
+    private final KVStoreConnector connector;
+    private final TransferEngineConnector p2p;
+    /** The composite's store connector, for loads without a P; null for P2P alone. */
+    private final KVStoreConnector store;
+    private final Map<String, P2pOutgoing> outgoing = new ConcurrentHashMap<>();
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
-    /** A request P keeps for D: its prompt, blocks (freed by {@code free}), hidden states and when it expires. */
-    record Held(int[] prompt, BlockTable table, Tensor hidden, Runnable free, long expiresNanos) {
+    /**
+     * Takes {@code connector}, which it closes: a {@link TransferEngineConnector}, or a {@link MultiConnector} of
+     * one and a store connector, in that order.
+     *
+     * @throws KVException {@code INVALID_CONFIG} for any other connector, or a store whose keys bind a namespace
+     *     (kvc-v1), which could serve no other request (the connector is closed)
+     */
+    public P2pTransport(KVStoreConnector connector) {
+        this.connector = connector;
+        if (connector instanceof TransferEngineConnector t) {
+            this.p2p = t;
+            this.store = null;
+        } else if (connector instanceof MultiConnector m && m.connectors().size() == 2
+                && m.connectors().getFirst() instanceof TransferEngineConnector t) {
+            this.p2p = t;
+            this.store = m.connectors().get(1);
+        } else {
+            connector.close();
+            throw KVException.of(ErrorCode.INVALID_CONFIG, "a peer-to-peer engine needs a "
+                    + TransferEngineConnectorProvider.NAME + ", or a " + MultiConnector.NAME + " of one and a store "
+                    + "connector; the configuration built " + connector.endpoint()).build();
+        }
+        if (store != null && store.bindsNamespace()) {
+            connector.close();
+            throw KVException.of(ErrorCode.INVALID_CONFIG, "the store beside peer to peer keeps prompts for prefix "
+                    + "reuse, but its key scheme binds each transfer's id: no other request could use its objects, "
+                    + "and nothing would consume them").hint("use a scheme without namespace, such as vllm-v1")
+                    .build();
+        }
     }
 
-    /** Opens the connector over {@code engineUri} ({@code mooncake-te://...}) with {@code cache} registered. */
-    public P2pTransport(String engineUri, KVLayout layout, PagedKVCache cache, String modelId, long layerTimeoutMs) {
-        this.connector = TransferEngineConnector.builder(engineUri, layout).registerCache(cache).modelId(modelId)
-                .layerTimeoutMillis(layerTimeoutMs).stagingBytes(64L << 20).build();
+    /**
+     * The {@code kv_transfer_config} of {@code --transport p2p} ({@code storeUri} null) or {@code p2p+store}, in
+     * vLLM's form: a {@code TransferEngineConnector} on {@code engineUri}, alone or first in a
+     * {@code MultiConnector} with a {@code StoreConnector} on {@code storeUri} with the key {@code scheme}.
+     */
+    public static KvTransferConfig kvTransferConfig(KVRole role, String engineUri, long layerTimeoutMillis,
+                                                    String storeUri, String scheme) {
+        ObjectNode p2pConfig = entry(role, TransferEngineConnectorProvider.NAME);
+        p2pConfig.putObject("kv_connector_extra_config").put(TransferEngineConnectorProvider.ENGINE_URI, engineUri)
+                .put("layer_timeout_ms", layerTimeoutMillis).put("staging_bytes", 64L << 20);
+        if (storeUri == null) {
+            return KvTransferConfig.fromJsonNode(p2pConfig);
+        }
+        ObjectNode storeConfig = entry(role, StoreConnectorProvider.NAME);
+        storeConfig.putObject("kv_connector_extra_config").put(StoreConnectorProvider.STORE_URI, storeUri)
+                .put(StoreConnectorProvider.KEY_SCHEME, scheme).put("layer_timeout_ms", layerTimeoutMillis);
+        ObjectNode multi = entry(role, MultiConnector.NAME);
+        ArrayNode list = multi.putObject("kv_connector_extra_config").putArray(MultiConnector.CONNECTORS);
+        list.add(p2pConfig);
+        list.add(storeConfig);
+        return KvTransferConfig.fromJsonNode(multi);
     }
 
-    /** The connector, whose metrics the engine reports. */
-    public TransferEngineConnector connector() {
+    private static ObjectNode entry(KVRole role, String name) {
+        return JSON.createObjectNode().put("kv_connector", name).put("kv_role", role.vllmName());
+    }
+
+    /** The connector the engine inserts into and reports: the P2P connector, or the composite. */
+    public KVStoreConnector connector() {
         return connector;
     }
 
-    /** P: keeps a prefilled request for D; {@code free} gives its blocks and hidden states back. */
-    void hold(String transferId, int[] prompt, BlockTable table, Tensor hidden, Runnable free) {
+    /** The connectors by transport, {@code p2p} and, with a store, {@code store}, for per-transport metrics. */
+    public SequencedMap<String, KVStoreConnector> transports() {
+        SequencedMap<String, KVStoreConnector> m = new LinkedHashMap<>();
+        m.put("p2p", p2p);
+        if (store != null) {
+            m.put("store", store);
+        }
+        return Collections.unmodifiableSequencedMap(m);
+    }
+
+    /**
+     * P: a prefill of {@code prompt} into {@code table} of {@code cache} begins for transfer {@code transferId}; the
+     * engine reports each layer computed, the end of the prefill and, last, that it is done with the blocks.
+     */
+    P2pOutgoing beginPrefill(String transferId, int[] prompt, PagedKVCache cache, BlockTable table) {
+        expire();
+        P2pOutgoing o;
+        do {
+            o = outgoing.computeIfAbsent(transferId, this::newOutgoing);
+        } while (!o.prefill(prompt, cache, table));
+        return o;
+    }
+
+    /**
+     * P: D's destination for a transfer, checked against the layout at once; the layers go there as soon as its
+     * prefill has computed them.
+     *
+     * @return bytes of KV written when the transfer ended here (its prefill had ended), or -1 when P's prefill
+     *     carries it on (it is computing, or has not begun)
+     * @throws KVException {@code INVALID_ARGUMENT} for params that are no destination or a transfer that already
+     *     has one, {@code SHAPE_MISMATCH} or {@code INVALID_CONFIG} for a destination that does not fit; the
+     *     connector's errors when writing fails
+     */
+    public long destination(KVTransferParams params) {
+        P2pDestination.fromParams(params).check(connector.layout(), connector.endpoint());
+        expire();
+        P2pOutgoing o;
+        do {
+            o = outgoing.computeIfAbsent(params.transferId(), this::newOutgoing);
+        } while (!o.destination(params));
+        return o.writeFromDestination();
+    }
+
+    private P2pOutgoing newOutgoing(String transferId) {
+        return new P2pOutgoing(transferId, p2p, connector, outgoing);
+    }
+
+    /** Drops what waited longer than {@link #HOLD_NANOS} and is not being written. */
+    private void expire() {
         long now = System.nanoTime();
-        for (Map.Entry<String, Held> e : List.copyOf(held.entrySet())) {
-            if (now - e.getValue().expiresNanos() > 0 && held.remove(e.getKey(), e.getValue())) {
-                LOG.warn("transfer {}: D never asked for its KV within {} s; freeing P's blocks", e.getKey(),
-                        HOLD_NANOS / 1_000_000_000L);
-                e.getValue().free().run();
-            }
-        }
-        held.put(transferId, new Held(prompt, table, hidden, free, now + HOLD_NANOS));
-    }
-
-    /**
-     * P: writes the held request named by D's destination into D's blocks, layer by layer, then commits.
-     *
-     * @return bytes written
-     * @throws KVException {@code INVALID_ARGUMENT} naming a transfer id P does not hold; the connector's errors
-     */
-    public long send(KVTransferParams destination, PagedKVCache cache, int layers) {
-        String tid = destination.transferId();
-        Held h = tid == null ? null : held.remove(tid);
-        if (h == null) {
-            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "P holds no prefilled request for transfer " + tid
-                    + " (never prefilled here, already sent, or expired after " + HOLD_NANOS / 1_000_000_000L
-                    + " s)").operation("p2p send").key(tid).build();
-        }
-        try (InsertSession insert = connector.beginInsert(RequestTokens.of(h.prompt()).inNamespace(tid),
-                destination)) {
-            for (int l = 0; l < layers; l++) {
-                insert.putLayer(l, cache, h.table());
-            }
-            if (h.hidden() != null) {
-                insert.putHidden(h.hidden());
-            }
-            insert.commit();
-            return connector.layout().layerBytes(h.prompt().length) * layers;
-        } finally {
-            h.free().run();
+        for (P2pOutgoing o : List.copyOf(outgoing.values())) {
+            o.expireIfIdle(now);
         }
     }
 
     /**
-     * D: begins the drop-select, sends its destination to the P named by {@code fromP}'s {@code remote_host} and
-     * {@code remote_port}, and waits layer by layer; a P that cannot be told ends the transfer as a miss (no
-     * {@code remote_host}: at once; P unreachable or refusing: after the connector's layer timeout).
+     * D: loads the request. When {@code params} name a P ({@code remote_host} and {@code remote_port}) and a
+     * transfer id, the KV comes from that P: D begins the drop-select, sends its destination to P's
+     * {@value #SEND_PATH} and waits layer by layer (a P that cannot be told ends it as a {@code TIMED_OUT} miss
+     * after the connector's layer timeout). Otherwise it comes from the store, when there is one, else it is an
+     * {@code ABSENT} miss.
      *
-     * @param onLayer called with each layer accepted, in order (where an engine would compute)
+     * @param onLayer called with each layer accepted from P, in order (where an engine would compute)
      */
-    DropResult receive(RequestTokens request, DropTarget target, KVTransferParams fromP, int layers,
-            Consumer<Integer> onLayer) {
-        if (fromP == null || fromP.remoteHost() == null || fromP.remotePort() == null) {
-            return DropResult.miss(request.totalTokens(), MissReason.ABSENT, "transfer " + request.namespace()
-                    + ": kv_transfer_params name no remote_host/remote_port of a P to ask");
+    DropResult receive(RequestTokens request, DropTarget target, KVTransferParams params, int layers,
+                       IntConsumer onLayer) {
+        if (params != null && params.remoteHost() != null && params.remotePort() != null
+                && request.namespace() != null) {
+            return fromPeer(request, target, params, layers, onLayer);
         }
-        try (P2pDropSession drop = connector.beginDropSelect(request, target)) {
+        if (store != null) {
+            return store.dropSelect(store.bindsNamespace() ? request : request.inNamespace(null), target);
+        }
+        return DropResult.miss(request.totalTokens(), MissReason.ABSENT, "transfer " + request.namespace()
+                + ": kv_transfer_params name no remote_host/remote_port of a P to ask, and there is no store");
+    }
+
+    private DropResult fromPeer(RequestTokens request, DropTarget target, KVTransferParams fromP, int layers,
+                                IntConsumer onLayer) {
+        try (P2pDropSession drop = p2p.beginDropSelect(request, target)) {
             URI p = URI.create("http://" + fromP.remoteHost() + ":" + fromP.remotePort() + SEND_PATH);
-            CompletableFuture<HttpResponse<String>> sent = http.sendAsync(HttpRequest.newBuilder(p)
-                    .timeout(Duration.ofSeconds(60)).header("Content-Type", "application/json")
-                    .POST(HttpRequest.BodyPublishers.ofString(drop.transferParams().toJson())).build(),
-                    HttpResponse.BodyHandlers.ofString());
-            sent.whenComplete((r, e) -> {
-                if (e != null || r.statusCode() != 200) {
-                    // D's layer timeout turns this into a TIMED_OUT miss, and the engine recomputes.
-                    LOG.warn("transfer {}: P at {} did not send: {}", request.namespace(), p,
-                            e != null ? e.toString() : r.statusCode() + " " + r.body());
-                }
-            });
+            http.sendAsync(HttpRequest.newBuilder(p).timeout(Duration.ofSeconds(60))
+                            .header("Content-Type", "application/json")
+                            .POST(HttpRequest.BodyPublishers.ofString(drop.transferParams().toJson())).build(),
+                    HttpResponse.BodyHandlers.ofString()).whenComplete((r, e) -> {
+                        if (e != null || r.statusCode() / 100 != 2) {
+                            // D's layer timeout turns this into a TIMED_OUT miss, and the engine recomputes.
+                            LOG.warn("transfer {}: P at {} did not take the destination: {}", request.namespace(), p,
+                                    e != null ? e.toString() : r.statusCode() + " " + r.body());
+                        }
+                    });
             for (int l = 0; l < layers && drop.awaitLayer(l); l++) {
                 onLayer.accept(l);
             }
@@ -146,15 +236,12 @@ public final class P2pTransport implements AutoCloseable {
         }
     }
 
-    /** Frees every held request, then closes the connector. */
+    /** Drops every transfer not yet written (freeing what the engine is done with), then closes the connector. */
     @Override
     public void close() {
         try {
-            for (String tid : List.copyOf(held.keySet())) {
-                Held h = held.remove(tid);
-                if (h != null) {
-                    h.free().run();
-                }
+            for (P2pOutgoing o : List.copyOf(outgoing.values())) {
+                o.drop("the engine is closing");
             }
             http.close();
         } finally {

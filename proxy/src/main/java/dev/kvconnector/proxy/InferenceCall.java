@@ -274,14 +274,26 @@ final class InferenceCall {
     // ---- concurrent ------------------------------------------------------------------------------
 
     private void startConcurrent() {
-        byte[] bytes = json(prefillBody());
+        concurrentPrefill = new ConcurrentPrefill(json(prefillBody()));
+        concurrentPrefill.next();
+        startDecode(concurrentDecodeParams(concurrentPrefill.first));
+    }
+
+    /**
+     * D's {@code kv_transfer_params} in the concurrent flow: the transfer id P shares and, when a P was picked, where
+     * it is, in vLLM V1's {@code remote_host}/{@code remote_port} (as the proxy reaches it), so that a peer-to-peer D
+     * can send that P where the KV goes while P computes. A P retried later is not named: D already has its params.
+     */
+    ObjectNode concurrentDecodeParams(Instance p) {
         ObjectNode kv = HttpIo.JSON.createObjectNode();
         kv.put("transfer_id", requestId);
         kv.put("do_remote_decode", false);
         kv.put("do_remote_prefill", true);
-        concurrentPrefill = new ConcurrentPrefill(bytes);
-        concurrentPrefill.next();
-        startDecode(kv);
+        if (p != null) {
+            kv.put("remote_host", p.address.host());
+            kv.put("remote_port", p.address.port());
+        }
+        return kv;
     }
 
     /** The prefill half of the concurrent flow: D is already waiting for the transfer id, so P only retries. */
@@ -293,6 +305,8 @@ final class InferenceCall {
         private UpstreamExchange exchange;
         private boolean cancelled;
         boolean succeeded;
+        /** The P of the first attempt, which D is told of; null when none was healthy. */
+        Instance first;
 
         ConcurrentPrefill(byte[] bytes) {
             this.bytes = bytes;
@@ -305,6 +319,7 @@ final class InferenceCall {
                 if (p != null) {
                     if (attempt == 0) {
                         recordKvDecision(p);
+                        first = p;
                     }
                     if (attempt > 0) {
                         proxy.metrics.prefillRetries.increment();

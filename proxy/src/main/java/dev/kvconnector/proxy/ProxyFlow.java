@@ -18,7 +18,8 @@ public enum ProxyFlow {
     V1,
     /**
      * P and D get the request at the same time, sharing a {@code transfer_id} in {@code kv_transfer_params},
-     * so a layer-wise connector on D can load layer i while P computes layer i+1.
+     * so a layer-wise connector on D can load layer i while P computes layer i+1. D's params also name P's
+     * {@code remote_host}/{@code remote_port}, so a peer-to-peer D can tell P where to write.
      */
     CONCURRENT
 }

@@ -28,6 +28,8 @@ class ConcurrentFlowTest extends ProxyTestBase {
         assertEquals(id, p1.completions().getFirst().body().at("/kv_transfer_params/transfer_id").asText());
         assertEquals(id, p2.completions().getFirst().body().at("/kv_transfer_params/transfer_id").asText());
         assertEquals(id, d.completions().getFirst().body().at("/kv_transfer_params/transfer_id").asText());
+        assertEquals(p1.port(), d.completions().getFirst().body().at("/kv_transfer_params/remote_port").asInt(),
+                "D is told of the P of the first attempt, the only one known when D starts");
     }
 
     @Test

@@ -75,7 +75,7 @@ class FlowRequestBodiesTest extends ProxyTestBase {
     }
 
     @Test
-    void concurrentSendsBothAtOnceWithASharedTransferId() throws Exception {
+    void concurrentSendsBothAtOnceWithASharedTransferIdAndTellsDWhereP() throws Exception {
         var prefillHeld = new java.util.concurrent.CountDownLatch(1);
         var p = instance("p").holdUntil(prefillHeld);
         var d = instance("d").answerWhen(() -> !p.completions().isEmpty());
@@ -96,7 +96,7 @@ class FlowRequestBodiesTest extends ProxyTestBase {
         ObjectNode expectedD = (ObjectNode) json(CLIENT);
         expectedD.put("request_id", id);
         expectedD.putObject("kv_transfer_params").put("transfer_id", id).put("do_remote_decode", false)
-                .put("do_remote_prefill", true);
+                .put("do_remote_prefill", true).put("remote_host", "127.0.0.1").put("remote_port", p.port());
         assertEquals(expectedD, d.completions().getFirst().body());
         awaitCount(p, 1);
         assertEquals(json("{\"model\":\"test-model\",\"prompt\":\"hello world\",\"max_tokens\":1,"

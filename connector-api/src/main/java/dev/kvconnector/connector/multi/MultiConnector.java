@@ -11,6 +11,7 @@ import dev.kvconnector.connector.DropTarget;
 import dev.kvconnector.connector.InsertSession;
 import dev.kvconnector.connector.KVStoreConnector;
 import dev.kvconnector.connector.MissReason;
+import dev.kvconnector.connector.spi.ConnectorConfig;
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
 import dev.kvconnector.key.KeyContext;
@@ -20,6 +21,7 @@ import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.Consumer;
 import java.util.function.Function;
 import java.util.stream.Collectors;
@@ -42,7 +44,8 @@ import java.util.stream.Collectors;
  *
  * <p>Every connector must have the same layout. The composite owns them: {@link #close()} closes each, last first.
  * A peer-to-peer drop-select's own API (its {@code kv_transfer_params}) stays on the session the chosen connector
- * returned. Chosen by configuration with {@link #fromConfig}, in vLLM's form:
+ * returned. Chosen by configuration ({@link dev.kvconnector.connector.spi.KVConnectors#open}, which builds each
+ * composed connector through its provider, or {@link #fromConfig} with a factory of one's own), in vLLM's form:
  *
  * <pre>{@code
  * {"kv_connector": "MultiConnector", "kv_role": "kv_both",
@@ -87,39 +90,52 @@ public final class MultiConnector implements KVStoreConnector {
     /**
      * Builds the composite that {@code config} names ({@code kv_connector} {@value #NAME}, and the composed
      * connectors' configs under {@code kv_connector_extra_config.connectors}), each built by {@code factory}. On a
-     * failure the connectors already built are closed.
+     * failure the connectors already built are closed. {@link dev.kvconnector.connector.spi.KVConnectors#open} builds
+     * each one through the connector providers on the class path instead.
      *
      * @throws KVException {@code INVALID_CONFIG} naming what is missing or of the wrong type
      */
     public static MultiConnector fromConfig(KvTransferConfig config,
                                             Function<KvTransferConfig, KVStoreConnector> factory) {
-        if (!NAME.equals(config.kvConnector())) {
-            throw invalid("kv_connector is '" + config.kvConnector() + "', not '" + NAME + "'");
+        return fromConfig(ConnectorConfig.root(config), c -> factory.apply(c.config()));
+    }
+
+    /**
+     * As {@link #fromConfig(KvTransferConfig, Function)}, for a composite at {@code config}'s path: each composed
+     * connector's config comes with its own path ({@code ...connectors[i]}), so its errors name their fields whole.
+     */
+    public static MultiConnector fromConfig(ConnectorConfig config, Function<ConnectorConfig, KVStoreConnector> factory) {
+        if (!NAME.equals(config.name())) {
+            throw KVException.of(ErrorCode.INVALID_CONFIG, config.path() + ".kv_connector is '" + config.name()
+                    + "', not '" + NAME + "'").operation("compose").build();
         }
-        if (!(config.extraConfig(CONNECTORS, null) instanceof List<?> list) || list.isEmpty()) {
-            throw invalid("kv_connector_extra_config." + CONNECTORS + " must be a non-empty list of kv_transfer_config "
-                    + "objects");
+        config.rejectUnknown(Set.of(CONNECTORS));
+        if (!(config.config().extraConfig(CONNECTORS, null) instanceof List<?> list) || list.isEmpty()) {
+            throw config.invalid(CONNECTORS, "must be a non-empty list of kv_transfer_config objects, the composed "
+                    + "connectors in order (see MultiConnector's javadoc for the form)");
         }
         ObjectMapper json = new ObjectMapper();
         List<KVStoreConnector> built = new ArrayList<>();
         try {
             for (int i = 0; i < list.size(); i++) {
                 if (!(list.get(i) instanceof Map<?, ?>)) {
-                    throw invalid("kv_connector_extra_config." + CONNECTORS + "[" + i + "] is not an object");
+                    throw config.invalid(CONNECTORS + "[" + i + "]", "is not an object");
                 }
                 JsonNode node = json.valueToTree(list.get(i));
-                built.add(factory.apply(KvTransferConfig.fromJsonNode(node)));
+                KvTransferConfig child;
+                try {
+                    child = KvTransferConfig.fromJsonNode(node);
+                } catch (KVException e) {
+                    throw KVException.of(e.code(), config.field(CONNECTORS) + "[" + i + "]: " + e.getMessage())
+                            .operation("compose").cause(e).build();
+                }
+                built.add(factory.apply(config.child(CONNECTORS, i, child)));
             }
             return of(built);
         } catch (RuntimeException e) {
             built.reversed().forEach(KVStoreConnector::close);
             throw e;
         }
-    }
-
-    private static KVException invalid(String detail) {
-        return KVException.of(ErrorCode.INVALID_CONFIG, "kv_transfer_config: " + detail).operation("compose")
-                .hint("see MultiConnector's javadoc for the form").build();
     }
 
     /** The composed connectors, in order. */

@@ -4,35 +4,46 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.kvconnector.connector.DropMode;
+import dev.kvconnector.config.KvTransferConfig;
 import dev.kvconnector.connector.DropResult;
 import dev.kvconnector.connector.DropSession;
 import dev.kvconnector.connector.DropTarget;
 import dev.kvconnector.connector.InsertSession;
 import dev.kvconnector.connector.KVStoreConnector;
 import dev.kvconnector.connector.multi.MultiConnector;
+import dev.kvconnector.connector.spi.ConnectorContext;
+import dev.kvconnector.connector.spi.KVConnectors;
+import dev.kvconnector.error.ErrorCode;
+import dev.kvconnector.error.KVException;
 import dev.kvconnector.key.RequestTokens;
 import dev.kvconnector.mooncake.te.TeTestTarget;
 import dev.kvconnector.paged.BlockTable;
 import dev.kvconnector.paged.PagedKVCache;
-import dev.kvconnector.store.KVStore;
-import dev.kvconnector.store.KVStores;
+import java.nio.file.Path;
 import java.util.List;
+import java.util.UUID;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Both paths at once (vLLM's MultiConnector pattern): P2P moves the request in flight into D's blocks, and a
- * vllm-v1 store keeps its blocks, so a later request with the same prompt loads from the store with no P at all.
+ * Both paths at once (vLLM's MultiConnector pattern), chosen by kv_transfer_config with no code: P2P moves the
+ * request in flight into D's blocks, and a vllm-v1 store keeps its blocks, so a later request with the same prompt
+ * loads from the store with no P at all.
  */
 class P2pWithStoreTest {
     private static final int TOKENS = 96;
+    private static final String NESTED = "kv_transfer_config.kv_connector_extra_config.connectors[0]"
+            + ".kv_connector_extra_config.";
 
-    private KVStore store;
+    @TempDir
+    static Path dir;
+    private String storeUri;
     private PagedKVCache dCache;
     private PagedKVCache pCache;
     private MultiConnector d;
@@ -41,27 +52,39 @@ class P2pWithStoreTest {
     private TransferEngineConnector p2pP;
     private final BlockTable pBlocks = P2pKv.table(30, 1, 6, TOKENS);
 
+    /** vLLM's form: the P2P connector first, for the request in flight, then the store, for prefix reuse. */
+    private static String config(String role, String engineUri, String storeUri) {
+        return """
+                {"kv_connector": "MultiConnector", "kv_role": "%s", "kv_connector_extra_config": {"connectors": [
+                  {"kv_connector": "TransferEngineConnector", "kv_role": "%1$s", "kv_connector_extra_config":
+                    {"engine_uri": "%s", "layer_timeout_ms": 3000, "staging_bytes": 4194304}},
+                  {"kv_connector": "StoreConnector", "kv_role": "%1$s", "kv_connector_extra_config":
+                    {"store_uri": "%s", "key_scheme": "vllm-v1", "staging_bytes": 8388608}}]}}
+                """.formatted(role, engineUri, storeUri);
+    }
+
+    private static KVStoreConnector open(String json, PagedKVCache cache) {
+        return KVConnectors.open(KvTransferConfig.fromJson(json), new ConnectorContext(P2pKv.LAYOUT, "m",
+                List.of(cache)));
+    }
+
     @BeforeEach
     void open() {
         TeTestTarget target = TeTestTarget.require();
-        store = KVStores.open("memory:?capacity=64MiB");
+        storeUri = "shm:/p2p-store-" + UUID.randomUUID() + "?capacity=64MiB&dir=" + dir;
         dCache = P2pKv.untouchedCache();
         pCache = PagedKVCache.allocate(P2pKv.LAYOUT, P2pKv.CACHE_BLOCKS);
         P2pKv.compute(pCache, pBlocks, 11);
-        p2pD = TransferEngineConnector.builder(target.uri(), P2pKv.LAYOUT).registerCache(dCache)
-                .layerTimeoutMillis(3000).stagingBytes(4L << 20).build();
-        p2pP = TransferEngineConnector.builder(target.uri(), P2pKv.LAYOUT).stagingBytes(4L << 20).build();
-        d = MultiConnector.of(List.of(p2pD, KVStoreConnector.builder(store, P2pKv.LAYOUT).keyScheme("vllm-v1")
-                .modelId("m").dropMode(DropMode.RETAIN).stagingBytes(8L << 20).build()));
-        p = MultiConnector.of(List.of(p2pP, KVStoreConnector.builder(store, P2pKv.LAYOUT).keyScheme("vllm-v1")
-                .modelId("m").stagingBytes(8L << 20).build()));
+        d = assertInstanceOf(MultiConnector.class, open(config("kv_consumer", target.uri(), storeUri), dCache));
+        p = assertInstanceOf(MultiConnector.class, open(config("kv_producer", target.uri(), storeUri), pCache));
+        p2pD = assertInstanceOf(TransferEngineConnector.class, d.connectors().getFirst());
+        p2pP = assertInstanceOf(TransferEngineConnector.class, p.connectors().getFirst());
     }
 
     @AfterEach
     void close() {
         p.close();
         d.close();
-        store.close();
         dCache.close();
         pCache.close();
     }
@@ -99,5 +122,36 @@ class P2pWithStoreTest {
         }
         assertTrue(P2pKv.untouchedOutside(dCache, P2pKv.ids(first), P2pKv.ids(second)));
         assertEquals(1, p2pP.metrics().commits(), "the second request needed no P");
+        assertEquals(p2pP.metrics().insertedBytes(), p2pD.metrics().droppedBytes(), "P2P: P wrote what D accepted");
+        assertEquals(p.connectors().get(1).metrics().insertedBytes(), d.connectors().get(1).metrics().droppedBytes(),
+                "store: D read what P stored");
+    }
+
+    @Test
+    void aMissingOrBadEngineUriIsAnErrorNamingTheField() {
+        KVException missing = assertThrows(KVException.class, () -> open(config("kv_both", "x", storeUri)
+                .replace("\"engine_uri\": \"x\", ", ""), dCache).close());
+        assertEquals(ErrorCode.INVALID_CONFIG, missing.code());
+        assertTrue(missing.getMessage().contains(NESTED + "engine_uri is missing"), missing.getMessage());
+
+        KVException scheme = assertThrows(KVException.class, () -> open(config("kv_both", "mooncake://127.0.0.1",
+                storeUri), dCache).close());
+        assertEquals(ErrorCode.INVALID_URI, scheme.code());
+        assertTrue(scheme.getMessage().contains(NESTED + "engine_uri: ") && scheme.getMessage().contains("mooncake-te"),
+                scheme.getMessage());
+
+        KVException option = assertThrows(KVException.class, () -> open(config("kv_both",
+                TeTestTarget.require().uri() + "&speed=fast", storeUri), dCache).close());
+        assertEquals(ErrorCode.INVALID_URI, option.code());
+        assertTrue(option.getMessage().contains(NESTED + "engine_uri: ") && option.getMessage().contains("speed"),
+                option.getMessage());
+    }
+
+    @Test
+    void aProducerRegistersNoCacheAndAConsumerRegistersTheContexts() {
+        DropTarget target = DropTarget.paged(pCache, P2pKv.table(2, 1, 6, TOKENS));
+        KVException e = assertThrows(KVException.class, () -> p.connectors().getFirst()
+                .beginDropSelect(request("t-9"), target));
+        assertEquals(ErrorCode.UNSUPPORTED, e.code(), "a kv_producer's cache is not registered for peers to write");
     }
 }

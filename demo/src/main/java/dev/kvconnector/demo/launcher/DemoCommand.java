@@ -30,9 +30,11 @@ import picocli.CommandLine.Option;
  * {@code kvctl demo}: the whole XpYd design on one machine with no setup. Starts X prefill and Y decode demo
  * engines as child JVMs sharing a {@code shm:} store, the XpYd proxy in-process in front of them, and a single
  * in-process engine as the reference; sends the same workload through the proxy twice (KV loaded whole after
- * the prefill, then layer by layer), checks every answer against the reference token for token, and reports
+ * the prefill, then layer by layer; with {@code --transport p2p}, peer to peer in the v1 and concurrent flows; with
+ * {@code p2p+store}, peer to peer beside the store, then from the store alone), checks every answer against the
+ * reference token for token, and reports
  * time to first token, per-layer insert and copy latency (and, layer by layer, the wait for P), hit rate, miss
- * reasons and bytes moved on the terminal, in {@code DIR/demo.json} and in {@code DIR/demo.html}, with the load
+ * reasons and bytes moved (per transport with {@code p2p+store}) on the terminal, in {@code DIR/demo.json} and in {@code DIR/demo.html}, with the load
  * average and core count. Exits 1 when any answer differs or fails.
  */
 @Command(name = "demo", mixinStandardHelpOptions = true,
@@ -54,10 +56,11 @@ public final class DemoCommand implements Callable<Integer> {
             + "removed at exit). P and D are separate processes, so memory: cannot work.")
     String store;
 
-    @Option(names = "--scheme", defaultValue = "kvc-v1",
+    @Option(names = "--scheme",
             description = "Key scheme, with the codec it implies: kvc-v1 (kvconnector's objects, with hidden states and "
                     + "checksums) or vllm-v1 (vLLM V1's MooncakeStoreConnector keys and values: one object per full "
-                    + "block, no hidden states, so decode recomputes the tail) (default ${DEFAULT-VALUE}).")
+                    + "block, no hidden states, so decode recomputes the tail) (default kvc-v1; vllm-v1 with "
+                    + "--transport p2p+store, whose store keeps prompts for any request with the prefix).")
     String scheme;
 
     @Option(names = "--flow", defaultValue = "concurrent",
@@ -67,13 +70,16 @@ public final class DemoCommand implements Callable<Integer> {
     String flow;
 
     @Option(names = "--transport", defaultValue = "store",
-            description = "How D's KV arrives: store (through --store, two runs: whole, then layer by layer) or p2p "
-                    + "(from P's memory straight into D's through the transfer engine, in the proxy's v1 flow: P "
-                    + "answers its address, D sends P its destination, P writes each layer) (default ${DEFAULT-VALUE}).")
+            description = "How D's KV arrives: store (through --store, two runs: whole, then layer by layer), p2p "
+                    + "(from P's memory straight into D's through the transfer engine: D sends P its destination, P "
+                    + "writes each layer; a v1 run, then a --flow concurrent one where P writes each layer as it "
+                    + "computes it) or p2p+store (both at once, as vLLM's MultiConnector: P2P for the request in "
+                    + "flight in the --flow run, and --store keeps every prompt; then a run of the same prompts sent "
+                    + "to a decode engine alone, loaded from the store) (default ${DEFAULT-VALUE}).")
     String transport;
 
     @Option(names = "--p2p-engine",
-            description = "Transfer engine URI of --transport p2p (default: mooncake-te://127.0.0.1 over MOONCAKE_TE_LIB, "
+            description = "Transfer engine URI of --transport p2p and p2p+store (default: mooncake-te://127.0.0.1 over MOONCAKE_TE_LIB, "
                     + "else the test double native/target/lib/libmooncake_te_double.so, loopback TCP).")
     String p2pEngine;
 
@@ -119,10 +125,14 @@ public final class DemoCommand implements Callable<Integer> {
         };
         boolean p2p = switch (transport) {
             case "store" -> false;
-            case "p2p" -> true;
+            case "p2p", "p2p+store" -> true;
             default -> throw new CommandLine.ParameterException(new CommandLine(this),
-                    "--transport must be store or p2p, not " + transport);
+                    "--transport must be store, p2p or p2p+store, not " + transport);
         };
+        boolean p2pStore = transport.equals("p2p+store");
+        if (scheme == null) {
+            scheme = p2pStore ? "vllm-v1" : "kvc-v1";
+        }
         String storeUri = store;
         Path shmFile = null;
         if (storeUri == null) {
@@ -139,16 +149,25 @@ public final class DemoCommand implements Callable<Integer> {
             List<String> prompts = Workload.prompts(requests, minPrompt, maxPrompt, 42);
             double loadAtStart = DemoReport.loadAverage();
             err.println("kvctl demo: " + prefill + "P" + decode + "D, " + requests + " requests, "
-                    + (tiny ? "tiny" : "8-layer") + " model, " + (p2p ? "transport p2p (" + p2pEngineUri() + ")"
-                    : "store " + StoreUri.parse(storeUri).masked()));
+                    + (tiny ? "tiny" : "8-layer") + " model, " + (p2p ? "transport " + transport + " ("
+                    + p2pEngineUri() + ")" : "store " + StoreUri.parse(storeUri).masked()));
             err.printf(Locale.ROOT, "machine: %d cores, load average (1 min) %.2f%n",
                     Runtime.getRuntime().availableProcessors(), loadAtStart);
             DemoReport.Run reference = referenceRun(prompts, cleanup, err);
             List<DemoReport.Run> runs = new ArrayList<>();
             if (p2p) {
-                // D's destination must reach P before P writes; only v1 brings P's address to D (see P2pTransport).
-                runs.add(xpydRun("xpyd-p2p", ProxyFlow.V1, true, List.of("--transport", "p2p", "--p2p-engine",
-                        p2pEngineUri()), prompts, storeUri, cleanup, err));
+                // D sends P its destination; P's address comes from P's answer (v1) or the proxy (concurrent).
+                List<String> p2pArgs = List.of("--transport", transport, "--p2p-engine", p2pEngineUri());
+                if (!p2pStore) {
+                    runs.add(xpydRun("xpyd-p2p", ProxyFlow.V1, true, p2pArgs, prompts, storeUri, cleanup, err));
+                }
+                if (p2pStore || secondFlow == ProxyFlow.CONCURRENT) {
+                    runs.add(xpydRun("xpyd-" + transport + (secondFlow == ProxyFlow.CONCURRENT ? "-concurrent" : ""),
+                            secondFlow, true, p2pArgs, prompts, storeUri, cleanup, err));
+                }
+                if (p2pStore) {
+                    runs.add(storeReuseRun(p2pArgs, prompts, storeUri, cleanup, err));
+                }
             } else {
                 runs.add(xpydRun("xpyd", ProxyFlow.V1, false, List.of(), prompts, storeUri, cleanup, err));
                 runs.add(xpydRun("xpyd-layerwise", secondFlow, true, List.of(), prompts, storeUri, cleanup, err));
@@ -157,10 +176,13 @@ public final class DemoCommand implements Callable<Integer> {
                     .put("requests", requests).put("max_tokens", maxTokens).put("clients", clients)
                     .put("min_prompt_tokens", minPrompt).put("max_prompt_tokens", maxPrompt)
                     .put("model", tiny ? "tiny" : "small").put("store", StoreUri.parse(storeUri).masked()).put("scheme", scheme)
-                    .put("layer_wise_flow", (p2p ? ProxyFlow.V1 : secondFlow).name().toLowerCase(Locale.ROOT))
+                    .put("layer_wise_flow", secondFlow.name().toLowerCase(Locale.ROOT))
                     .put("transport", transport);
             if (p2p) {
-                config.put("store", "none").put("p2p_engine", p2pEngineUri());
+                config.put("p2p_engine", p2pEngineUri());
+            }
+            if (p2p && !p2pStore) {
+                config.put("store", "none");
             }
             DemoReport report = new DemoReport(config, loadAtStart, reference, runs);
             ReportFile.write(out.resolve("demo.json"),
@@ -222,8 +244,10 @@ public final class DemoCommand implements Callable<Integer> {
             List<String> prompts, String storeUri, Cleanup cleanup, PrintStream err) throws Exception {
         err.println("starting " + prefill + " prefill and " + decode + " decode engines" + (layerWise ? " (layer-wise)" : "")
                 + (engineArgs.isEmpty() ? "" : " " + String.join(" ", engineArgs)));
+        // Peer-to-peer runs are all layer-wise: each gets its own log folder, so one does not overwrite another's.
+        Path logs = engineArgs.isEmpty() ? out.resolve("logs") : out.resolve("logs").resolve(name);
         try (EngineFleet fleet = EngineFleet.start(prefill, decode, storeUri, scheme, tiny, layerWise, engineArgs,
-                out.resolve("logs"), Duration.ofSeconds(startTimeoutSeconds))) {
+                logs, Duration.ofSeconds(startTimeoutSeconds))) {
             cleanup.fleet = fleet;
             ProxyConfig.Builder pc = ProxyConfig.builder(MODEL).bindHost("127.0.0.1").port(0).flow(proxyFlow)
                     // Engines busy computing on a small machine answer /health late; that is not a failure.
@@ -249,6 +273,32 @@ public final class DemoCommand implements Callable<Integer> {
             }
             return new DemoReport.Run(name, proxyFlow.name().toLowerCase(Locale.ROOT), layerWise, wall, results, metrics,
                     DemoReport.loadAverage());
+        } finally {
+            cleanup.fleet = null;
+        }
+    }
+
+    /**
+     * {@code --transport p2p+store}'s second run: the same prompts straight to one decode engine started alone, with
+     * no P and no proxy (as a cache-aware proxy sends a prompt the store holds): each loads from the store.
+     */
+    private DemoReport.Run storeReuseRun(List<String> engineArgs, List<String> prompts, String storeUri,
+                                         Cleanup cleanup, PrintStream err) throws Exception {
+        err.println("starting a decode engine alone, to load the same prompts from the store");
+        try (EngineFleet fleet = EngineFleet.start(0, 1, storeUri, scheme, tiny, true, engineArgs,
+                out.resolve("logs").resolve("store-reuse"), Duration.ofSeconds(startTimeoutSeconds))) {
+            cleanup.fleet = fleet;
+            long t0 = System.nanoTime();
+            List<LoadRunner.Result> results = LoadRunner.run("store-reuse (decode alone)",
+                    fleet.uris("decode").getFirst(), MODEL, prompts, maxTokens, clients, err);
+            double wall = (System.nanoTime() - t0) / 1e6;
+            List<ObjectNode> metrics = new ArrayList<>();
+            try (HttpClient http = HttpClient.newHttpClient()) {
+                for (EngineFleet.Member m : fleet.members()) {
+                    metrics.add(kvMetrics(http, m));
+                }
+            }
+            return new DemoReport.Run("store-reuse", "none", false, wall, results, metrics, DemoReport.loadAverage());
         } finally {
             cleanup.fleet = null;
         }

@@ -128,6 +128,7 @@ final class DemoReport {
                 JsonNode e = m.path("engine");
                 inserted += c.path("inserted_bytes").asLong();
                 dropped += c.path("dropped_bytes").asLong();
+                perTransport(o, m);
                 if (m.path("name").asText().startsWith("decode")) {
                     dRequests += e.path("requests").asLong();
                     loaded += e.path("loaded_prefills").asLong();
@@ -160,6 +161,26 @@ final class DemoReport {
                     .put("end_ms", round(x.endMs()));
         }
         return o;
+    }
+
+    /**
+     * Adds a peer-to-peer instance's counters per transport ({@code p2p}, {@code store}) to the run's
+     * {@code transports}: bytes summed, P's insert and D's copy and wait latency as in {@link #worst}.
+     */
+    private static void perTransport(ObjectNode run, ObjectNode instance) {
+        boolean decode = instance.path("name").asText().startsWith("decode");
+        for (Map.Entry<String, JsonNode> t : instance.path("connector").path("transports").properties()) {
+            ObjectNode into = run.with("transports").with(t.getKey());
+            JsonNode c = t.getValue();
+            into.put("bytes_inserted", into.path("bytes_inserted").asLong() + c.path("inserted_bytes").asLong())
+                    .put("bytes_dropped", into.path("bytes_dropped").asLong() + c.path("dropped_bytes").asLong());
+            if (decode) {
+                worst(into.with("drop_layer_us"), c.path("drop_layer"));
+                worst(into.with("drop_wait_us"), c.path("drop_wait"));
+            } else {
+                worst(into.with("insert_layer_us"), c.path("insert_layer"));
+            }
+        }
     }
 
     /** The slowest instance's p50 and p99 (instances are not merged: their histograms are not exported). */
@@ -203,13 +224,13 @@ final class DemoReport {
         sb.append(String.format(Locale.ROOT, "machine: %d cores, load average (1 min) %.2f before the runs, %.2f after"
                 + "%n%n", cpus(), root.path("machine").path("load_average_1m_start").asDouble(),
                 root.path("machine").path("load_average_1m_end").asDouble()));
-        sb.append(String.format(Locale.ROOT, "%-16s %-11s %9s %9s %9s %9s %6s %8s %14s %14s %16s%n", "run", "flow",
+        sb.append(String.format(Locale.ROOT, "%-26s %-11s %9s %9s %9s %9s %6s %8s %14s %14s %16s%n", "run", "flow",
                 "ttft p50", "ttft p99", "total p50", "wall s", "load", "hit rate", "insert p50/99", "copy p50/99",
                 "wait-for-P p50/99"));
         for (JsonNode r : root.path("runs")) {
             boolean xpyd = r.has("hit_rate");
             boolean waited = r.path("drop_wait_us").path("count").asLong() > 0;
-            sb.append(String.format(Locale.ROOT, "%-16s %-11s %7.0fms %7.0fms %7.0fms %9.1f %6.2f %8s %14s %14s %16s%n",
+            sb.append(String.format(Locale.ROOT, "%-26s %-11s %7.0fms %7.0fms %7.0fms %9.1f %6.2f %8s %14s %14s %16s%n",
                     r.path("name").asText(), r.path("flow").asText(), r.path("ttft_ms").path("p50").asDouble(),
                     r.path("ttft_ms").path("p99").asDouble(), r.path("total_ms").path("p50").asDouble(),
                     r.path("wall_ms").asDouble() / 1000, r.path("load_average_1m_end").asDouble(),
@@ -231,6 +252,13 @@ final class DemoReport {
                         r.path("partial_loads").asLong(), r.path("prefill_passes_on_decode").asLong(),
                         r.path("misses").isEmpty() ? "none" : r.path("misses").toString(),
                         moved(cfg, r)));
+                for (Map.Entry<String, JsonNode> t : r.path("transports").properties()) {
+                    JsonNode v = t.getValue();
+                    sb.append(String.format(Locale.ROOT, "  %s: %s written by P, %s read by D; P's insert p50/99 %s,"
+                            + " D's copy p50/99 %s, D's wait p50/99 %s%n", t.getKey(),
+                            bytes(v.path("bytes_inserted").asLong()), bytes(v.path("bytes_dropped").asLong()),
+                            us(v.path("insert_layer_us")), us(v.path("drop_layer_us")), us(v.path("drop_wait_us"))));
+                }
             }
         }
         sb.append(tokensEqual() ? "\ntokens: every XpYd answer equals the single instance's, token for token\n"
@@ -243,7 +271,11 @@ final class DemoReport {
         return String.format(Locale.ROOT, "%.0f%%", v * 100);
     }
 
+    /** A latency's p50/p99 in µs, or "-" where none was measured. */
     private static String us(JsonNode l) {
+        if (l.path("count").asLong() == 0) {
+            return "-";
+        }
         return SvgCharts.micros(l.path("p50").asDouble()).replace("µs", "us") + "/"
                 + SvgCharts.micros(l.path("p99").asDouble()).replace("µs", "us");
     }
@@ -262,13 +294,17 @@ final class DemoReport {
         return ReportWording.conditions(root);
     }
 
-    /** The run's bytes moved, worded for the transport: through the store, or from P's memory into D's. */
+    /** The run's bytes moved, worded for the transport: through the store, from P's memory into D's, or both. */
     private static String moved(JsonNode cfg, JsonNode run) {
         String in = bytes(run.path("bytes_inserted").asLong());
         String out = bytes(run.path("bytes_dropped").asLong());
-        return "p2p".equals(cfg.path("transport").asText()) ? in + " written by P and " + out
-                + " accepted by D, peer to peer (" + cfg.path("p2p_engine").asText() + ")"
-                : in + " into the store and " + out + " out";
+        return switch (cfg.path("transport").asText()) {
+            case "p2p" -> in + " written by P and " + out + " accepted by D, peer to peer ("
+                    + cfg.path("p2p_engine").asText() + ")";
+            case "p2p+store" -> in + " written by P and " + out + " read by D over both transports, peer to peer ("
+                    + cfg.path("p2p_engine").asText() + ") and the store, per transport:";
+            default -> in + " into the store and " + out + " out";
+        };
     }
 
     static String bytes(long b) {
@@ -315,9 +351,11 @@ final class DemoReport {
         h.append("<p class=\"note\">insert: P puts one layer into the store. copy: D reads, checks and scatters one"
                 + " layer. waiting for P: in a layer-wise run D starts before P has stored a layer and polls for it;"
                 + " that wait comes before the copy and is counted apart from it."
-                + ("p2p".equals(root.path("config").path("transport").asText()) ? " Peer to peer (--transport p2p):"
+                + (root.path("config").path("transport").asText().startsWith("p2p") ? " Peer to peer (p2p):"
                 + " insert is P gathering one layer and submitting its WRITEs into D's blocks; copy is D checking the"
-                + " layer's word sum in its blocks; waiting for P is D's wait for the layer to land." : "") + "</p>");
+                + " layer's word sum in its blocks; waiting for P is D's wait for the layer to land. With p2p+store"
+                + " each transport has its own bars: P inserts into both, D reads the request in flight from P and,"
+                + " with no P (store-reuse), from the store." : "") + "</p>");
         h.append(layerChart());
         double end = 1;
         for (Run r : runs) {
@@ -344,10 +382,12 @@ final class DemoReport {
                 continue;
             }
             String name = r.path("name").asText();
-            bars.add(bar(name + ": insert (P)", r.path("insert_layer_us")));
-            bars.add(bar(name + ": copy (D)", r.path("drop_layer_us")));
-            if (r.path("drop_wait_us").path("count").asLong() > 0) {
-                bars.add(bar(name + ": waiting for P (D)", r.path("drop_wait_us")));
+            if (r.has("transports")) {
+                for (Map.Entry<String, JsonNode> t : r.path("transports").properties()) {
+                    layerBars(bars, name + " " + t.getKey(), t.getValue(), true);
+                }
+            } else {
+                layerBars(bars, name, r, false);
             }
         }
         double min = Double.MAX_VALUE;
@@ -364,6 +404,22 @@ final class DemoReport {
         SvgCharts.Axis axis = SvgCharts.log(Math.max(1, min == Double.MAX_VALUE ? 1 : min), max, 550,
                 SvgCharts::micros);
         return SvgCharts.bars(bars, axis, 550, SvgCharts::micros);
+    }
+
+    /**
+     * P's insert, D's copy and (when D waited) D's wait of one run or transport; with {@code skipEmpty}, a part that
+     * moved no layer (a run with no P, a transport D did not read) is left out.
+     */
+    private static void layerBars(List<SvgCharts.Bar> bars, String name, JsonNode r, boolean skipEmpty) {
+        if (!skipEmpty || r.path("insert_layer_us").path("count").asLong() > 0) {
+            bars.add(bar(name + ": insert (P)", r.path("insert_layer_us")));
+        }
+        if (!skipEmpty || r.path("drop_layer_us").path("count").asLong() > 0) {
+            bars.add(bar(name + ": copy (D)", r.path("drop_layer_us")));
+        }
+        if (r.path("drop_wait_us").path("count").asLong() > 0) {
+            bars.add(bar(name + ": waiting for P (D)", r.path("drop_wait_us")));
+        }
     }
 
     private static SvgCharts.Bar bar(String label, JsonNode l) {
