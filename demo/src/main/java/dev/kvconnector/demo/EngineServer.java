@@ -11,6 +11,7 @@ import dev.kvconnector.config.KVTransferParams;
 import dev.kvconnector.connector.ConnectorMetrics;
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
+import dev.kvconnector.store.KVStore;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -35,8 +36,9 @@ import org.slf4j.LoggerFactory;
  *       it (0 on a miss or a recomputed prefill), for the proxy's predicted against actual hits;</li>
  *   <li>{@code GET /v1/models}: the one served model;</li>
  *   <li>{@code GET /health}: 200 with an empty body;</li>
- *   <li>{@code GET /kv/metrics}: the engine's and the connector's counters as JSON (prefill passes, loads, misses by
- *       reason, layer latencies in microseconds), so a demo can show what each instance did;</li>
+ *   <li>{@code GET /kv/metrics}: the engine's, its prefix cache's, the connector's and the store's counters as JSON
+ *       (prefill passes, loads, misses by reason, layer latencies in microseconds, bytes per tier of a
+ *       {@code tiered:} store), so a demo can show what each instance did;</li>
  *   <li>{@code POST /kv/p2p/send} (a producer with {@code --transport p2p}): D's destination as
  *       {@code kv_transfer_params}; P writes the request it holds for that transfer id into it and answers
  *       {@code sent_bytes}, or 404 for a transfer it does not hold.</li>
@@ -53,13 +55,16 @@ public final class EngineServer implements AutoCloseable {
     public static final String LOADED_TOKENS_HEADER = "x-kvc-loaded-tokens";
 
     private final Engine engine;
+    /** The engine's store, whose own counters {@code /kv/metrics} reports where it keeps any; or null. */
+    private final KVStore store;
     private final String modelName;
     private final HttpServer http;
     private final ExecutorService executor;
     private final long created = System.currentTimeMillis() / 1000;
 
-    private EngineServer(Engine engine, String modelName, HttpServer http, ExecutorService executor) {
+    private EngineServer(Engine engine, KVStore store, String modelName, HttpServer http, ExecutorService executor) {
         this.engine = engine;
+        this.store = store;
         this.modelName = modelName;
         this.http = http;
         this.executor = executor;
@@ -71,6 +76,14 @@ public final class EngineServer implements AutoCloseable {
      * @throws UncheckedIOException when the address cannot be bound
      */
     public static EngineServer start(Engine engine, String host, int port, String modelName) {
+        return start(engine, null, host, port, modelName);
+    }
+
+    /**
+     * As {@link #start(Engine, String, int, String)}, reporting in {@code /kv/metrics} the counters of
+     * {@code store} (the engine's connector's store, or null) where it keeps any ({@link StoreStats}).
+     */
+    public static EngineServer start(Engine engine, KVStore store, String host, int port, String modelName) {
         HttpServer http;
         try {
             http = HttpServer.create(new InetSocketAddress(host, port), 0);
@@ -78,7 +91,7 @@ public final class EngineServer implements AutoCloseable {
             throw new UncheckedIOException("cannot bind " + host + ":" + port + " (in use, or not a local address)", e);
         }
         ExecutorService executor = Executors.newVirtualThreadPerTaskExecutor();
-        EngineServer s = new EngineServer(engine, modelName, http, executor);
+        EngineServer s = new EngineServer(engine, store, modelName, http, executor);
         http.setExecutor(executor);
         http.createContext("/v1/completions", s::completions);
         http.createContext("/v1/models", s::models);
@@ -142,12 +155,22 @@ public final class EngineServer implements AutoCloseable {
             ObjectNode root = JSON.createObjectNode().put("engine_id", engine.engineId())
                     .put("role", engine.role().vllmName()).put("model_id", engine.config().modelId());
             ObjectNode e = root.putObject("engine").put("requests", m.requests())
+                    .put("prompt_tokens", m.promptTokens())
                     .put("prefill_passes", m.prefillPasses()).put("prefill_tokens", m.prefillTokens())
                     .put("decode_steps", m.decodeSteps()).put("loaded_prefills", m.loadedPrefills())
                     .put("partial_loads", m.partialLoads()).put("load_failures", m.loadFailures())
                     .put("inserts", m.inserts()).put("insert_failures", m.insertFailures());
             ObjectNode misses = e.putObject("misses");
             m.misses().forEach((reason, n) -> misses.put(reason.name(), n));
+            PrefixCacheStats pc = engine.prefixCacheStats();
+            if (pc != null) {
+                e.putObject("prefix_cache").put("chunk_tokens", pc.chunkTokens()).put("chunks", pc.chunks())
+                        .put("blocks", pc.blocks()).put("held_chunks", pc.heldChunks()).put("hit_tokens", pc.hitTokens())
+                        .put("stored_chunks", pc.storedChunks()).put("evicted_chunks", pc.evictedChunks());
+            }
+            if (store != null) {
+                StoreStats.write(store, root.putObject("store"));
+            }
             if (engine.connector() == null) {
                 root.putNull("connector");
             } else {
