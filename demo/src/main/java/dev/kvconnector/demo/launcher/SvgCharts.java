@@ -182,6 +182,31 @@ final class SvgCharts {
         return s.append("</svg>").toString();
     }
 
+    /** One bar of a {@link #values} chart: a label and its value. */
+    record Value(String label, double value) {
+    }
+
+    /** One horizontal bar per label on a linear axis from 0, each with its value printed. */
+    static String values(List<Value> values, DoubleFunction<String> valueLabel) {
+        int left = 230;
+        int width = 550;
+        int rowH = 24;
+        Axis axis = linear(values.stream().mapToDouble(Value::value).max().orElse(1), width, valueLabel);
+        int plotBottom = values.size() * rowH + 5;
+        StringBuilder s = new StringBuilder(open(left + width + 110, plotBottom + 25));
+        axis(s, axis, left, 0, plotBottom);
+        for (int i = 0; i < values.size(); i++) {
+            Value v = values.get(i);
+            int y = i * rowH + 5;
+            double w = Math.max(1, axis.x(v.value()));
+            s.append(String.format(Locale.ROOT, "<text x=\"0\" y=\"%d\" font-size=\"13\">%s</text>"
+                    + "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"16\" fill=\"%s\"/>"
+                    + "<text x=\"%.1f\" y=\"%d\" font-size=\"11\">%s</text>", y + 13, escape(v.label()), left, y, w,
+                    COLORS[0], left + w + 4, y + 12, escape(valueLabel.apply(v.value()))));
+        }
+        return s.append("</svg>").toString();
+    }
+
     private static double round3(double v) {
         return v >= 100 || v <= 0 ? Math.rint(v) : Double.parseDouble(String.format(Locale.ROOT, "%.3g", v));
     }
