@@ -64,28 +64,14 @@ final class LoadRunner {
         long t0 = System.nanoTime();
         AtomicInteger done = new AtomicInteger();
         Result[] results = new Result[prompts.size()];
-        try (HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5))
-                     .version(HttpClient.Version.HTTP_1_1).build();
-             ExecutorService pool = Executors.newFixedThreadPool(clients)) {
-            AtomicInteger next = new AtomicInteger();
-            List<Future<?>> workers = new ArrayList<>();
-            for (int c = 0; c < clients; c++) {
-                workers.add(pool.submit(() -> {
-                    for (int i = next.getAndIncrement(); i < prompts.size(); i = next.getAndIncrement()) {
-                        results[i] = one(http, endpoint, model, i, JSON.getNodeFactory().textNode(prompts.get(i)),
-                                prompts.get(i).length(), maxTokens, t0);
-                        bar(progress, label, done.incrementAndGet(), prompts.size());
-                    }
-                }));
+        AtomicInteger next = new AtomicInteger();
+        onClients(clients, http -> {
+            for (int i = next.getAndIncrement(); i < prompts.size(); i = next.getAndIncrement()) {
+                results[i] = one(http, endpoint, model, i, JSON.getNodeFactory().textNode(prompts.get(i)),
+                        prompts.get(i).length(), maxTokens, t0);
+                bar(progress, label, done.incrementAndGet(), prompts.size());
             }
-            for (Future<?> w : workers) {
-                try {
-                    w.get();
-                } catch (ExecutionException e) {
-                    throw new IllegalStateException("a client thread failed", e.getCause());
-                }
-            }
-        }
+        });
         if (progress != null) {
             progress.println();
         }
@@ -108,27 +94,44 @@ final class LoadRunner {
         Result[] results = new Result[total];
         TurnQueue queue = new TurnQueue(conversations, turns, seed);
         AtomicInteger done = new AtomicInteger();
+        onClients(clients, http -> {
+            for (TurnQueue.Turn t = queue.take(); t != null; t = queue.take()) {
+                int index = t.conversation() * turns + t.turn();
+                ArrayNode prompt = JSON.createArrayNode();
+                for (int id : t.prompt()) {
+                    prompt.add(id);
+                }
+                Result r = one(http, endpoint, model, index, prompt, t.prompt().length, maxTokens, t0);
+                results[index] = r;
+                int failedLater = queue.answered(t, r.error() == null ? r.tokenIds() : null);
+                for (int k = 1; k <= failedLater; k++) {
+                    results[index + k] = new Result(index + k, 0, r.endMs(), -1, r.endMs(), "", List.of(),
+                            "not sent: turn " + t.turn() + " of conversation " + t.conversation() + " failed");
+                }
+                bar(progress, label, done.addAndGet(1 + failedLater), total);
+            }
+        });
+        if (progress != null) {
+            progress.println();
+        }
+        return List.of(results);
+    }
+
+    /** What one client thread does with the HTTP client all of them share. */
+    @FunctionalInterface
+    private interface Client {
+        void run(HttpClient http) throws InterruptedException;
+    }
+
+    /** Runs {@code client} on {@code clients} threads at once and waits for every one. */
+    private static void onClients(int clients, Client client) throws InterruptedException {
         try (HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5))
                      .version(HttpClient.Version.HTTP_1_1).build();
              ExecutorService pool = Executors.newFixedThreadPool(clients)) {
             List<Future<?>> workers = new ArrayList<>();
             for (int c = 0; c < clients; c++) {
                 workers.add(pool.submit(() -> {
-                    for (TurnQueue.Turn t = queue.take(); t != null; t = queue.take()) {
-                        int index = t.conversation() * turns + t.turn();
-                        ArrayNode prompt = JSON.createArrayNode();
-                        for (int id : t.prompt()) {
-                            prompt.add(id);
-                        }
-                        Result r = one(http, endpoint, model, index, prompt, t.prompt().length, maxTokens, t0);
-                        results[index] = r;
-                        int failedLater = queue.answered(t, r.error() == null ? r.tokenIds() : null);
-                        for (int k = 1; k <= failedLater; k++) {
-                            results[index + k] = new Result(index + k, 0, r.endMs(), -1, r.endMs(), "", List.of(),
-                                    "not sent: turn " + t.turn() + " of conversation " + t.conversation() + " failed");
-                        }
-                        bar(progress, label, done.addAndGet(1 + failedLater), total);
-                    }
+                    client.run(http);
                     return null;
                 }));
             }
@@ -140,10 +143,6 @@ final class LoadRunner {
                 }
             }
         }
-        if (progress != null) {
-            progress.println();
-        }
-        return List.of(results);
     }
 
     private static Result one(HttpClient http, URI endpoint, String model, int index, JsonNode prompt,
