@@ -45,11 +45,17 @@ import org.slf4j.LoggerFactory;
  * With {@link Builder#p2p} the KV moves peer to peer instead ({@link P2pTransport}: P holds the prompt's blocks
  * after its prefill, D sends its destination to P, P writes into D's blocks).
  * The store keys live in the namespace of {@code kv_transfer_params.transfer_id} when one is given, so the prefill
- * and decode halves of one proxied request agree on keys; with a key scheme that binds no namespace (vllm-v1) they
- * are the prompt's own, shared by every request with the same prefix.
+ * and decode halves of one proxied request agree on keys; with a key scheme that binds no namespace (vllm-v1), or
+ * with {@link Builder#sharePrefixes}, they are the prompt's own, shared by every request with the same prefix. With
+ * {@link Builder#prefixCache} the engine reuses its own cached chunks of a prompt and computes only the rest
+ * ({@link PrefixCache}).
  *
- * <p>Thread-safe: concurrent requests get their own blocks from the allocator. The engine owns its cache and
- * frees it on {@link #close()}; the connector belongs to the caller.
+ * <p>Thread-safe: concurrent requests get their own blocks from the allocator (and share cached chunks read-only).
+ * The engine owns its cache and frees it on {@link #close()}; the connector belongs to the caller.
+ *
+ * <p>Over 400 lines: one request's whole path (blocks, a load or the prefix cache, the prefill with its insert, the
+ * decode, the blocks back) reads top to bottom here, and the builder checks every combination of roles, transports
+ * and caches before any memory is allocated.
  */
 public final class Engine implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Engine.class);

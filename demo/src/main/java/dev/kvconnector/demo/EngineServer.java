@@ -45,6 +45,9 @@ import org.slf4j.LoggerFactory;
  * </ul>
  * Decoding is greedy whatever the sampling fields say. Bad requests get 400 with an OpenAI-style error object,
  * a body that is not JSON 415, an unknown model 404, a full cache 503. Each request runs on a virtual thread.
+ *
+ * <p>Over 400 lines: the whole HTTP surface of one engine, a method per endpoint, and the OpenAI-style bodies they
+ * share.
  */
 public final class EngineServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(EngineServer.class);

@@ -25,7 +25,8 @@ import picocli.CommandLine.Option;
  * the prefill, then layer by layer), checks every answer against the reference token for token, and reports
  * time to first token, per-layer insert and copy latency (and, layer by layer, the wait for P), hit rate, miss
  * reasons and bytes moved on the terminal, in {@code DIR/demo.json} and in {@code DIR/demo.html}, with the load
- * average and core count. Exits 1 when any answer differs or fails.
+ * average and core count. With {@code --workload multi-turn} the runs are those of {@link MultiTurn} instead: the
+ * routing policies (and a tiered store's tiers) side by side. Exits 1 when any answer differs or fails.
  */
 @Command(name = "demo", mixinStandardHelpOptions = true,
         description = "Run XpYd disaggregated prefill end to end on this machine and report what it does.")
