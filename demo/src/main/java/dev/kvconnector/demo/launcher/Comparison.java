@@ -202,13 +202,14 @@ final class Comparison {
         for (JsonNode r : root.path("runs")) {
             recomputed.add(new SvgCharts.Value(r.path("name").asText(), r.path("prompt_tokens_recomputed").asDouble()));
             if (r.has("network_bytes_read")) {
-                network.add(new SvgCharts.Value(r.path("name").asText(), r.path("network_bytes_read").asDouble()));
+                network.add(new SvgCharts.Value(r.path("name").asText(),
+                        r.path("network_bytes_read").asDouble() / (1 << 20)));
             }
         }
         h.append("<h3>Prompt tokens recomputed</h3>").append(SvgCharts.values(recomputed, v -> SvgCharts.number(v)));
         if (!network.isEmpty()) {
-            h.append("<h3>Bytes read over the network</h3>").append(SvgCharts.values(network,
-                    v -> DemoReport.bytes((long) v)));
+            h.append("<h3>Bytes read over the network (MiB)</h3>").append(SvgCharts.values(network,
+                    v -> SvgCharts.number(v) + " MiB"));
         }
         return h.toString();
     }
