@@ -33,7 +33,8 @@ import org.slf4j.LoggerFactory;
  *       {@code stream} (server-sent events {@code data: {...}} then {@code data: [DONE]}), and
  *       {@code kv_transfer_params} in the request and, from a producer, in the response; every successful answer,
  *       streamed or not, carries {@value #LOADED_TOKENS_HEADER}: the prompt tokens whose KV the engine loaded for
- *       it (0 on a miss or a recomputed prefill), for the proxy's predicted against actual hits;</li>
+ *       it or took from its own prefix cache (0 on a miss or a recomputed prefill), for the proxy's predicted against
+ *       actual hits;</li>
  *   <li>{@code GET /v1/models}: the one served model;</li>
  *   <li>{@code GET /health}: 200 with an empty body;</li>
  *   <li>{@code GET /kv/metrics}: the engine's, its prefix cache's, the connector's and the store's counters as JSON
