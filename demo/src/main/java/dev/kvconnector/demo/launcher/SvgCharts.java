@@ -172,14 +172,19 @@ final class SvgCharts {
             double[] vs = {b.p50(), b.p99()};
             String[] ps = {"p50", "p99"};
             for (int k = 0; k < 2; k++) {
-                double w = Math.max(1, axis.x(vs[k]));
-                s.append(String.format(Locale.ROOT, "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"16\" fill=\"%s\"/>"
-                        + "<text x=\"%.1f\" y=\"%d\" font-size=\"11\">%s %s</text>", left, y + k * 18, w,
-                        COLORS[k], left + w + 4, y + k * 18 + 12, ps[k], escape(valueLabel.apply(vs[k]))));
+                bar(s, left, y + k * 18, axis.x(vs[k]), COLORS[k], ps[k] + " " + valueLabel.apply(vs[k]));
             }
         }
         legend(s, new String[] {"p50", "p99"}, plotBottom + 38);
         return s.append("</svg>").toString();
+    }
+
+    /** A bar 16 px high from {@code left}, at least 1 px wide so a zero shows, with {@code text} after its end. */
+    private static void bar(StringBuilder s, int left, int y, double width, String color, String text) {
+        double w = Math.max(1, width);
+        s.append(String.format(Locale.ROOT, "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"16\" fill=\"%s\"/>"
+                + "<text x=\"%.1f\" y=\"%d\" font-size=\"11\">%s</text>", left, y, w, color, left + w + 4, y + 12,
+                escape(text)));
     }
 
     /** One bar of a {@link #values} chart: a label and its value. */
@@ -198,11 +203,9 @@ final class SvgCharts {
         for (int i = 0; i < values.size(); i++) {
             Value v = values.get(i);
             int y = i * rowH + 5;
-            double w = Math.max(1, axis.x(v.value()));
-            s.append(String.format(Locale.ROOT, "<text x=\"0\" y=\"%d\" font-size=\"13\">%s</text>"
-                    + "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"16\" fill=\"%s\"/>"
-                    + "<text x=\"%.1f\" y=\"%d\" font-size=\"11\">%s</text>", y + 13, escape(v.label()), left, y, w,
-                    COLORS[0], left + w + 4, y + 12, escape(valueLabel.apply(v.value()))));
+            s.append(String.format(Locale.ROOT, "<text x=\"0\" y=\"%d\" font-size=\"13\">%s</text>", y + 13,
+                    escape(v.label())));
+            bar(s, left, y, axis.x(v.value()), COLORS[0], valueLabel.apply(v.value()));
         }
         return s.append("</svg>").toString();
     }
