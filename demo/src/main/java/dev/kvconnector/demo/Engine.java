@@ -12,6 +12,9 @@ import dev.kvconnector.connector.spi.ConnectorContext;
 import dev.kvconnector.connector.spi.KVConnectors;
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
+import dev.kvconnector.events.KvEventListener;
+import dev.kvconnector.key.KeyContext;
+import dev.kvconnector.key.KvcV1KeyScheme;
 import dev.kvconnector.key.RequestTokens;
 import dev.kvconnector.layout.KVLayout;
 import dev.kvconnector.memory.SegmentPool;
@@ -48,11 +51,17 @@ import org.slf4j.LoggerFactory;
  * and P writes each layer into D's blocks as soon as it has computed it and the destination is there, keeping the
  * prompt's blocks until then), alone or beside a store that keeps the prompt for prefix reuse.
  * The store keys live in the namespace of {@code kv_transfer_params.transfer_id} when one is given, so the prefill
- * and decode halves of one proxied request agree on keys; with a key scheme that binds no namespace (vllm-v1) they
- * are the prompt's own, shared by every request with the same prefix.
+ * and decode halves of one proxied request agree on keys; with a key scheme that binds no namespace (vllm-v1), or
+ * with {@link Builder#sharePrefixes}, they are the prompt's own, shared by every request with the same prefix. With
+ * {@link Builder#prefixCache} the engine reuses its own cached chunks of a prompt and computes only the rest
+ * ({@link PrefixCache}).
  *
- * <p>Thread-safe: concurrent requests get their own blocks from the allocator. The engine owns its cache and
- * frees it on {@link #close()}; the connector belongs to the caller.
+ * <p>Thread-safe: concurrent requests get their own blocks from the allocator (and share cached chunks read-only).
+ * The engine owns its cache and frees it on {@link #close()}; the connector belongs to the caller.
+ *
+ * <p>Over 400 lines: one request's whole path (blocks, a load or the prefix cache, the prefill with its insert, the
+ * decode, the blocks back) reads top to bottom here, and the builder checks every combination of roles, transports
+ * and caches before any memory is allocated.
  */
 public final class Engine implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Engine.class);
@@ -64,15 +73,21 @@ public final class Engine implements AutoCloseable {
     private final KVStoreConnector connector;
     /** The peer-to-peer transport, whose connector is {@link #connector}; null over a store. */
     private final P2pTransport p2p;
-    /** Whether the connector's objects carry the hidden states (kvc-v1's do, vllm-v1's do not). */
+    /**
+     * Whether the connector's objects carry the hidden states (kvc-v1's do, vllm-v1's do not, nor any with
+     * {@link Builder#sharePrefixes}).
+     */
     private final boolean hiddenStates;
     private final boolean namespaced;
+    /** The engine's own prefix cache ({@link Builder#prefixCache}), or null. */
+    private final PrefixCache prefixCache;
     private final boolean layerWise;
     private final PagedKVCache cache;
     private final BlockAllocator blocks;
     private final SegmentPool hiddenPool;
     private final String engineId = "demo-" + UUID.randomUUID().toString().substring(0, 8);
     private final LongAdder requests = new LongAdder();
+    private final LongAdder promptTokens = new LongAdder();
     private final LongAdder prefillPasses = new LongAdder();
     private final LongAdder prefillTokens = new LongAdder();
     private final LongAdder decodeSteps = new LongAdder();
@@ -90,10 +105,14 @@ public final class Engine implements AutoCloseable {
         this.cache = PagedKVCache.allocate(config.kvLayout(), b.cacheBlocks);
         this.p2p = b.p2pConfig == null ? null : openP2p(b.p2pConfig, cache);
         this.connector = p2p != null ? p2p.connector() : b.connector;
-        this.hiddenStates = connector == null || connector.holdsHiddenStates();
-        this.namespaced = connector == null || connector.bindsNamespace();
+        this.hiddenStates = (connector == null || connector.holdsHiddenStates()) && !b.sharePrefixes;
+        this.namespaced = (connector == null || connector.bindsNamespace()) && !b.sharePrefixes;
         this.layerWise = b.layerWise;
         this.blocks = new BlockAllocator(b.cacheBlocks);
+        this.prefixCache = b.prefixChunkTokens == 0 ? null : new PrefixCache(blocks, b.prefixChunkTokens,
+                ModelConfig.BLOCK_SIZE, KvcV1KeyScheme.rootHash(connector != null ? connector.keyContext()
+                        : KeyContext.of(config.modelId(), config.kvLayout()), null), config.layers(),
+                b.prefixEvents, b.prefixInstance);
         this.hiddenPool = new SegmentPool(HIDDEN_POOL_BYTES);
         for (MissReason r : MissReason.values()) {
             misses.put(r, new LongAdder());
@@ -142,6 +161,7 @@ public final class Engine implements AutoCloseable {
                                IntConsumer onToken) {
         validate(prompt, maxTokens);
         requests.increment();
+        promptTokens.add(prompt.length);
         String transferId = params == null ? null : params.transferId();
         if (transferId == null && role.produces() && params != null && Boolean.TRUE.equals(params.doRemoteDecode())) {
             // A NIXL-style proxy names no transfer: choose one and answer it, so the proxy forwards it to D.
@@ -149,29 +169,42 @@ public final class Engine implements AutoCloseable {
         }
         RequestTokens request = transferId == null || !namespaced ? RequestTokens.of(prompt)
                 : RequestTokens.of(prompt).inNamespace(transferId);
-        int total = prompt.length + maxTokens;
-        int[] ids = blocks.allocate((total + ModelConfig.BLOCK_SIZE - 1) / ModelConfig.BLOCK_SIZE);
+        int totalBlocks = (prompt.length + maxTokens + ModelConfig.BLOCK_SIZE - 1) / ModelConfig.BLOCK_SIZE;
+        PrefixCache.Hold hold = prefixCache == null ? PrefixCache.Hold.NONE : prefixCache.acquire(prompt);
+        int[] ids;
+        try {
+            ids = prefixCache == null ? blocks.allocate(totalBlocks)
+                    : prefixCache.allocate(totalBlocks - hold.blocks().length);
+        } catch (KVException e) {
+            if (prefixCache != null) {
+                prefixCache.release(hold, new int[0]);
+            }
+            throw e;
+        }
         P2pOutgoing toPeer = null;
         MemorySegment peerHidden = null;
+        boolean finished = false;
+        int[] out = new int[maxTokens];
         try {
-            BlockTable table = new BlockTable(ids, ModelConfig.BLOCK_SIZE, ids.length * ModelConfig.BLOCK_SIZE);
+            int[] tableIds = hold.blocks().length == 0 ? ids : concat(hold.blocks(), ids);
+            BlockTable table = new BlockTable(tableIds, ModelConfig.BLOCK_SIZE, tableIds.length * ModelConfig.BLOCK_SIZE);
             Prefill p = role.consumes() && connector != null ? load(request, table, transferId, params)
-                    : Prefill.NONE;
+                    : hold.tokens() > 0 ? new Prefill(hold.tokens(), null, -1, hold.tokens()) : Prefill.NONE;
             onLoaded.accept(p.loaded());
             int first = p.firstToken();
             boolean inserted = false;
-            Generation.PrefillSource source = p.matched() == prompt.length ? Generation.PrefillSource.LOADED
+            Generation.PrefillSource source = hold.tokens() > 0 ? Generation.PrefillSource.CACHED
+                    : p.matched() == prompt.length ? Generation.PrefillSource.LOADED
                     : p.matched() > 0 ? Generation.PrefillSource.PARTIAL : Generation.PrefillSource.COMPUTED;
             if (source != Generation.PrefillSource.LOADED) {
                 if (p2p != null && role.produces() && p.matched() == 0 && request.namespace() != null) {
                     toPeer = p2p.beginPrefill(request.namespace(), prompt, cache, table);
                 }
-                Computed c = computePrefill(prompt, p.matched(), table, request, toPeer);
+                Computed c = computePrefill(prompt, p.matched(), hold.tokens() > 0, table, request, toPeer);
                 first = c.firstToken();
                 inserted = c.inserted();
                 peerHidden = c.peerHidden();
             }
-            int[] out = new int[maxTokens];
             out[0] = first;
             onToken.accept(first);
             int next = first;
@@ -185,9 +218,15 @@ public final class Engine implements AutoCloseable {
             KVTransferParams answer = role.produces() && connector != null ? KVTransferParams.builder()
                     .transferId(transferId).doRemotePrefill(inserted).doRemoteDecode(false).remoteEngineId(engineId)
                     .tpSize(1).build() : null;
+            finished = true;
             return new Generation(out, prompt.length, source, p.missReason(), answer);
         } finally {
-            if (toPeer == null) {
+            if (prefixCache != null && finished) {
+                // The last generated token is never fed back, so its KV was never written.
+                prefixCache.finish(hold, concat(prompt, out), prompt.length + maxTokens - 1, ids);
+            } else if (prefixCache != null) {
+                prefixCache.release(hold, ids);
+            } else if (toPeer == null) {
                 blocks.free(ids);
             } else {
                 MemorySegment h = peerHidden;
@@ -200,6 +239,12 @@ public final class Engine implements AutoCloseable {
                 });
             }
         }
+    }
+
+    private static int[] concat(int[] a, int[] b) {
+        int[] r = Arrays.copyOf(a, a.length + b.length);
+        System.arraycopy(b, 0, r, a.length, b.length);
+        return r;
     }
 
     private void validate(int[] prompt, int maxTokens) {
@@ -297,14 +342,16 @@ public final class Engine implements AutoCloseable {
     }
 
     /**
-     * Computes prompt positions {@code [from, T)} and, when this engine produces and computes all of them, inserts:
-     * into the store layer by layer, or peer to peer through {@code toPeer}, which sends each layer to D as soon as
-     * D's destination is there.
+     * Computes prompt positions {@code [from, T)} and, when this engine produces, inserts the whole prompt: when it
+     * computes all of it, or when {@code [0, from)} came from its own prefix cache (then it has no hidden states of
+     * those tokens, and inserts none). A prefix loaded from the store is not inserted again. The insert goes into the
+     * store layer by layer, or peer to peer through {@code toPeer}, which sends each layer to D as soon as D's
+     * destination is there.
      */
-    private Computed computePrefill(int[] prompt, int from, BlockTable table, RequestTokens request,
-                                    P2pOutgoing toPeer) {
+    private Computed computePrefill(int[] prompt, int from, boolean fromOwnCache, BlockTable table,
+                                    RequestTokens request, P2pOutgoing toPeer) {
         int[] rest = Arrays.copyOfRange(prompt, from, prompt.length);
-        InsertSession session = role.produces() && connector != null && p2p == null && from == 0
+        InsertSession session = role.produces() && connector != null && p2p == null && (from == 0 || fromOwnCache)
                 ? beginInsert(request) : null;
         LayerInserter inserter = session == null ? null : new LayerInserter(session, table);
         float[] hidden;
@@ -439,8 +486,14 @@ public final class Engine implements AutoCloseable {
     public EngineMetrics metrics() {
         Map<MissReason, Long> m = new EnumMap<>(MissReason.class);
         misses.forEach((k, v) -> m.put(k, v.sum()));
-        return new EngineMetrics(requests.sum(), prefillPasses.sum(), prefillTokens.sum(), decodeSteps.sum(),
-                loaded.sum(), partial.sum(), Collections.unmodifiableMap(m), loadFailures.sum(), inserts.sum(), insertFailures.sum());
+        return new EngineMetrics(requests.sum(), promptTokens.sum(), prefillPasses.sum(), prefillTokens.sum(),
+                decodeSteps.sum(), loaded.sum(), partial.sum(), Collections.unmodifiableMap(m), loadFailures.sum(),
+                inserts.sum(), insertFailures.sum());
+    }
+
+    /** The own prefix cache's counters, or null when the engine keeps none ({@link Builder#prefixCache}). */
+    public PrefixCacheStats prefixCacheStats() {
+        return prefixCache == null ? null : prefixCache.stats();
     }
 
     /** The model's config. */
@@ -463,7 +516,7 @@ public final class Engine implements AutoCloseable {
         return engineId;
     }
 
-    /** Blocks of the paged cache free now. */
+    /** Blocks of the paged cache free now (blocks the prefix cache holds are not free). */
     public int freeBlocks() {
         return blocks.freeBlocks();
     }
@@ -489,6 +542,10 @@ public final class Engine implements AutoCloseable {
         private boolean layerWise;
         private int cacheBlocks;
         private KvTransferConfig p2pConfig;
+        private int prefixChunkTokens;
+        private KvEventListener prefixEvents;
+        private String prefixInstance;
+        private boolean sharePrefixes;
 
         private Builder(ModelWeights weights) {
             this.weights = weights;
@@ -520,10 +577,60 @@ public final class Engine implements AutoCloseable {
             return this;
         }
 
+        /**
+         * Keeps the full chunks of finished requests in the paged cache, indexed by their kvc-v1 chunk hash, for later
+         * prompts that start with them ({@link PrefixCache}: vLLM's automatic prefix caching, LRU-evicted when blocks
+         * are needed), and reports what it caches and evicts to {@code events} (null for none) as {@code instance}.
+         * For an engine that computes its prompts (a producer, or role none); a consumer loads them from the store.
+         *
+         * @param chunkTokens tokens per cached chunk: a multiple of {@value ModelConfig#BLOCK_SIZE}, and the
+         *                    connector's chunk size when there is a connector (so its hashes are the store's); 0: off
+         */
+        public Builder prefixCache(int chunkTokens, KvEventListener events, String instance) {
+            this.prefixChunkTokens = chunkTokens;
+            this.prefixEvents = events;
+            this.prefixInstance = instance;
+            return this;
+        }
+
+        /**
+         * Store keys that bind no transfer id, so every request with a prefix shares its objects (kvc-v1's keys are
+         * then content-addressed by the prompt alone), and no hidden states: a producer that reused its own cache
+         * has none of the tokens it did not compute, so a consumer computes the last prompt token itself, as with
+         * vllm-v1. The connector should retain what it loads ({@code DropMode.RETAIN}). Default false.
+         */
+        public Builder sharePrefixes(boolean on) {
+            this.sharePrefixes = on;
+            return this;
+        }
+
         /** Blocks of {@value ModelConfig#BLOCK_SIZE} tokens in the paged cache (default: 4 full contexts). */
         public Builder cacheBlocks(int n) {
             this.cacheBlocks = n;
             return this;
+        }
+
+        private void checkPrefixCache(int connectorChunkTokens, boolean connectorHidden) {
+            PrefixCache.checkChunk(prefixChunkTokens, ModelConfig.BLOCK_SIZE);
+            if (role.consumes()) {
+                throw KVException.of(ErrorCode.INVALID_CONFIG, "role " + role.vllmName() + " loads its prompts from "
+                        + "the store; the prefix cache is for engines that compute them")
+                        .hint("use the prefix cache with kv_producer or none").build();
+            }
+            if (p2pConfig != null) {
+                throw KVException.of(ErrorCode.INVALID_CONFIG, "the prefix cache and peer-to-peer transfers cannot "
+                        + "share blocks yet: P holds a prompt's blocks until D takes them").build();
+            }
+            if (connectorChunkTokens != 0 && connectorChunkTokens != prefixChunkTokens) {
+                throw KVException.of(ErrorCode.INVALID_CONFIG, "the prefix cache's chunks of " + prefixChunkTokens
+                        + " tokens differ from the connector's " + connectorChunkTokens + ": their hashes would not"
+                        + " name the same chunks").hint("give both the same chunk size").build();
+            }
+            if (role.produces() && connectorHidden && !sharePrefixes) {
+                throw KVException.of(ErrorCode.INVALID_CONFIG, "a producer that reuses its own cache has no hidden "
+                        + "states of the tokens it did not compute, and its connector's objects carry them")
+                        .hint("use sharePrefixes (--share-prefixes), or a key scheme without hidden states").build();
+            }
         }
 
         /** Builds the engine and allocates its cache. */
@@ -539,6 +646,10 @@ public final class Engine implements AutoCloseable {
                             + connector.layout().canonicalString() + " is not the model's " + want.canonicalString())
                             .hint("build the connector with ModelConfig.kvLayout()").build();
                 }
+            }
+            if (prefixChunkTokens != 0) {
+                checkPrefixCache(connector == null ? 0 : connector.keyContext().chunkTokens(),
+                        connector != null && connector.holdsHiddenStates());
             }
             if (cacheBlocks < 1) {
                 throw KVException.of(ErrorCode.INVALID_ARGUMENT, "cacheBlocks " + cacheBlocks + " must be >= 1").build();

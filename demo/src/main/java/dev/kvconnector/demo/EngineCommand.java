@@ -2,6 +2,7 @@ package dev.kvconnector.demo;
 
 import dev.kvconnector.connector.DropMode;
 import dev.kvconnector.connector.KVStoreConnector;
+import dev.kvconnector.key.KeyContext;
 import dev.kvconnector.key.KeySchemes;
 import dev.kvconnector.store.KVStore;
 import dev.kvconnector.store.KVStores;
@@ -85,6 +86,27 @@ public final class EngineCommand implements Callable<Integer> {
                     + "(default ${DEFAULT-VALUE}).")
     String p2pEngine;
 
+    @Option(names = "--chunk-tokens", defaultValue = "0",
+            description = "Tokens per chunk of the store's keys and of the prefix cache; 0 keeps the connector's "
+                    + "default (kvc.connector.chunk-tokens, 256).")
+    int chunkTokens;
+
+    @Option(names = "--prefix-cache",
+            description = "Keep the full chunks of finished requests in the paged cache for later prompts that start "
+                    + "with them (vLLM's automatic prefix caching; least recently used evicted first), and publish them "
+                    + "with --kv-events. For kv_producer and none.")
+    boolean prefixCache;
+
+    @Option(names = "--share-prefixes",
+            description = "Store keys without the request's transfer id, so every request with a prefix shares its "
+                    + "objects, retained on load; no hidden states (the consumer computes the last prompt token).")
+    boolean sharePrefixes;
+
+    @Option(names = "--key-tag", paramLabel = "TAG",
+            description = "Added to the model id in every store key, so engines with other tags (or none) never read "
+                    + "these engines' KV; kvctl demo gives each run its own.")
+    String keyTag;
+
     /** Entry point. */
     public static void main(String[] args) {
         System.exit(new CommandLine(new EngineCommand()).execute(args));
@@ -93,6 +115,12 @@ public final class EngineCommand implements Callable<Integer> {
     @Override
     public Integer call() throws InterruptedException {
         Running running = start();
+        if (running.events() != null) {
+            // Before the listening line: a launcher that has read that one finds this one too.
+            System.out.println("engine " + running.engine().engineId() + " KV events on "
+                    + running.events().publishEndpoint() + (running.events().replayEndpoint() == null ? ""
+                    : "," + running.events().replayEndpoint()));
+        }
         System.out.println("engine " + running.engine().engineId() + " (" + running.engine().role().vllmName() + ", "
                 + running.engine().config().modelId() + ") listening on " + running.server().baseUri());
         CountDownLatch stopped = new CountDownLatch(1);
@@ -124,23 +152,33 @@ public final class EngineCommand implements Callable<Integer> {
         ModelConfig config = tiny ? ModelConfig.tiny(seed) : ModelConfig.small(seed);
         ModelWeights weights = weightsFile == null ? ModelWeights.random(config) : ModelWeights.load(config, weightsFile);
         KVStore kvStore = kvRole == KVRole.NONE || p2p ? null : KVStores.open(store);
-        boolean namespaced = KeySchemes.byName(scheme).bindsNamespace();
+        boolean namespaced = KeySchemes.byName(scheme).bindsNamespace() && !sharePrefixes;
+        String keyModelId = keyTag == null ? config.modelId() : config.modelId() + "@" + keyTag;
+        String instance = host + ":" + port;
         KVStoreConnector connector = null;
         Engine engine = null;
         ZmqKvEventPublisher events = null;
         try {
             if (kvStore != null) {
-                var cb = KVStoreConnector.builder(kvStore, config.kvLayout()).modelId(config.modelId())
+                var cb = KVStoreConnector.builder(kvStore, config.kvLayout()).modelId(keyModelId)
                         .keyScheme(scheme).layerTimeoutMillis(layerTimeoutMillis)
                         // Keys without a namespace are shared by every request with the prefix: keep them for those.
                         .dropMode(namespaced ? DropMode.CONSUME : DropMode.RETAIN);
                 if (kvEvents != null) {
                     events = ZmqKvEventPublisher.bind(kvEvents, kvEventsReplay);
-                    cb.events(events).instanceId(host + ":" + port);
+                    cb.events(events).instanceId(instance);
+                }
+                if (chunkTokens > 0) {
+                    cb.chunkTokens(chunkTokens);
                 }
                 connector = cb.build();
             }
-            Engine.Builder eb = Engine.builder(weights).role(kvRole, connector).layerWise(layerWise);
+            Engine.Builder eb = Engine.builder(weights).role(kvRole, connector).layerWise(layerWise)
+                    .sharePrefixes(sharePrefixes);
+            if (prefixCache) {
+                eb.prefixCache(connector != null ? connector.keyContext().chunkTokens()
+                        : chunkTokens > 0 ? chunkTokens : KeyContext.DEFAULT_CHUNK_TOKENS, events, instance);
+            }
             if (p2p && kvRole != KVRole.NONE) {
                 eb.p2p(P2pTransport.kvTransferConfig(kvRole, p2pEngine, layerTimeoutMillis, withStore ? store : null,
                         scheme));
@@ -149,7 +187,8 @@ public final class EngineCommand implements Callable<Integer> {
                 eb.cacheBlocks(kvBlocks);
             }
             engine = eb.build();
-            return new Running(EngineServer.start(engine, host, port, modelName), engine, connector, events, kvStore);
+            return new Running(EngineServer.start(engine, kvStore, host, port, modelName), engine, connector, events,
+                    kvStore);
         } catch (RuntimeException e) {
             new Running(null, engine, connector, events, kvStore).close();
             throw e;

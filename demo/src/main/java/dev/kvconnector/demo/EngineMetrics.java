@@ -7,8 +7,9 @@ import java.util.Map;
  * An engine's counters since it started.
  *
  * @param requests calls to {@link Engine#generate}
+ * @param promptTokens prompt tokens of those calls
  * @param prefillPasses prefill forward passes (a full or partial prompt, computed here)
- * @param prefillTokens prompt tokens computed here
+ * @param prefillTokens prompt tokens computed here (the rest were loaded, or reused from the prefix cache)
  * @param decodeSteps single-token forward passes
  * @param loadedPrefills prompts whose KV was loaded whole from the store
  * @param partialLoads prompts of which only a prefix was loaded
@@ -17,7 +18,7 @@ import java.util.Map;
  * @param inserts prefills inserted and committed
  * @param insertFailures inserts that failed with a store error (the request was still served)
  */
-public record EngineMetrics(long requests, long prefillPasses, long prefillTokens, long decodeSteps,
+public record EngineMetrics(long requests, long promptTokens, long prefillPasses, long prefillTokens, long decodeSteps,
                             long loadedPrefills, long partialLoads, Map<MissReason, Long> misses, long loadFailures,
                             long inserts, long insertFailures) {
     /** Misses of one reason. */

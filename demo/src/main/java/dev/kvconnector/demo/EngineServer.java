@@ -12,6 +12,7 @@ import dev.kvconnector.connector.ConnectorMetrics;
 import dev.kvconnector.connector.KVStoreConnector;
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
+import dev.kvconnector.store.KVStore;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -33,13 +34,14 @@ import org.slf4j.LoggerFactory;
  *       {@code stream} (server-sent events {@code data: {...}} then {@code data: [DONE]}), and
  *       {@code kv_transfer_params} in the request and, from a producer, in the response; every successful answer,
  *       streamed or not, carries {@value #LOADED_TOKENS_HEADER}: the prompt tokens whose KV the engine loaded for
- *       it (0 on a miss or a recomputed prefill), for the proxy's predicted against actual hits;</li>
+ *       it or took from its own prefix cache (0 on a miss or a recomputed prefill), for the proxy's predicted against
+ *       actual hits;</li>
  *   <li>{@code GET /v1/models}: the one served model;</li>
  *   <li>{@code GET /health}: 200 with an empty body;</li>
- *   <li>{@code GET /kv/metrics}: the engine's and the connector's counters as JSON (prefill passes, loads, misses by
- *       reason, layer latencies in microseconds), so a demo can show what each instance did; a peer-to-peer
- *       engine's {@code connector} also has them per transport under {@code transports} ({@code p2p},
- *       {@code store});</li>
+ *   <li>{@code GET /kv/metrics}: the engine's, its prefix cache's, the connector's and the store's counters as JSON
+ *       (prefill passes, loads, misses by reason, layer latencies in microseconds, bytes per tier of a
+ *       {@code tiered:} store), so a demo can show what each instance did; a peer-to-peer engine's
+ *       {@code connector} also has them per transport under {@code transports} ({@code p2p}, {@code store});</li>
  *   <li>{@code POST /kv/p2p/send} (a producer with {@code --transport p2p} or {@code p2p+store}): D's destination
  *       as {@code kv_transfer_params}. When P's prefill of that transfer id has ended, P writes it there and
  *       answers 200 with {@code sent_bytes}; otherwise 202: P writes each layer as its prefill computes it (a
@@ -47,6 +49,9 @@ import org.slf4j.LoggerFactory;
  * </ul>
  * Decoding is greedy whatever the sampling fields say. Bad requests get 400 with an OpenAI-style error object,
  * a body that is not JSON 415, an unknown model 404, a full cache 503. Each request runs on a virtual thread.
+ *
+ * <p>Over 400 lines: the whole HTTP surface of one engine, a method per endpoint, and the OpenAI-style bodies they
+ * share.
  */
 public final class EngineServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(EngineServer.class);
@@ -57,13 +62,16 @@ public final class EngineServer implements AutoCloseable {
     public static final String LOADED_TOKENS_HEADER = "x-kvc-loaded-tokens";
 
     private final Engine engine;
+    /** The engine's store, whose own counters {@code /kv/metrics} reports where it keeps any; or null. */
+    private final KVStore store;
     private final String modelName;
     private final HttpServer http;
     private final ExecutorService executor;
     private final long created = System.currentTimeMillis() / 1000;
 
-    private EngineServer(Engine engine, String modelName, HttpServer http, ExecutorService executor) {
+    private EngineServer(Engine engine, KVStore store, String modelName, HttpServer http, ExecutorService executor) {
         this.engine = engine;
+        this.store = store;
         this.modelName = modelName;
         this.http = http;
         this.executor = executor;
@@ -75,6 +83,14 @@ public final class EngineServer implements AutoCloseable {
      * @throws UncheckedIOException when the address cannot be bound
      */
     public static EngineServer start(Engine engine, String host, int port, String modelName) {
+        return start(engine, null, host, port, modelName);
+    }
+
+    /**
+     * As {@link #start(Engine, String, int, String)}, reporting in {@code /kv/metrics} the counters of
+     * {@code store} (the engine's connector's store, or null) where it keeps any ({@link StoreStats}).
+     */
+    public static EngineServer start(Engine engine, KVStore store, String host, int port, String modelName) {
         HttpServer http;
         try {
             http = HttpServer.create(new InetSocketAddress(host, port), 0);
@@ -82,7 +98,7 @@ public final class EngineServer implements AutoCloseable {
             throw new UncheckedIOException("cannot bind " + host + ":" + port + " (in use, or not a local address)", e);
         }
         ExecutorService executor = Executors.newVirtualThreadPerTaskExecutor();
-        EngineServer s = new EngineServer(engine, modelName, http, executor);
+        EngineServer s = new EngineServer(engine, store, modelName, http, executor);
         http.setExecutor(executor);
         http.createContext("/v1/completions", s::completions);
         http.createContext("/v1/models", s::models);
@@ -146,12 +162,22 @@ public final class EngineServer implements AutoCloseable {
             ObjectNode root = JSON.createObjectNode().put("engine_id", engine.engineId())
                     .put("role", engine.role().vllmName()).put("model_id", engine.config().modelId());
             ObjectNode e = root.putObject("engine").put("requests", m.requests())
+                    .put("prompt_tokens", m.promptTokens())
                     .put("prefill_passes", m.prefillPasses()).put("prefill_tokens", m.prefillTokens())
                     .put("decode_steps", m.decodeSteps()).put("loaded_prefills", m.loadedPrefills())
                     .put("partial_loads", m.partialLoads()).put("load_failures", m.loadFailures())
                     .put("inserts", m.inserts()).put("insert_failures", m.insertFailures());
             ObjectNode misses = e.putObject("misses");
             m.misses().forEach((reason, n) -> misses.put(reason.name(), n));
+            PrefixCacheStats pc = engine.prefixCacheStats();
+            if (pc != null) {
+                e.putObject("prefix_cache").put("chunk_tokens", pc.chunkTokens()).put("chunks", pc.chunks())
+                        .put("blocks", pc.blocks()).put("held_chunks", pc.heldChunks()).put("hit_tokens", pc.hitTokens())
+                        .put("stored_chunks", pc.storedChunks()).put("evicted_chunks", pc.evictedChunks());
+            }
+            if (store != null) {
+                StoreStats.write(store, root.putObject("store"));
+            }
             if (engine.connector() == null) {
                 root.putNull("connector");
             } else {

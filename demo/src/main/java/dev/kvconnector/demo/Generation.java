@@ -22,6 +22,8 @@ public record Generation(int[] tokens, int promptTokens, PrefillSource prefill, 
         /** Loaded whole from the store; no prefill forward pass ran. */
         LOADED,
         /** A prefix loaded from the store, the rest computed here. */
-        PARTIAL
+        PARTIAL,
+        /** A prefix reused from this engine's own prefix cache, the rest computed here. */
+        CACHED
     }
 }

@@ -4,13 +4,18 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.util.List;
+import java.nio.file.Path;
+import java.util.UUID;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
 
 class EngineCommandTest {
@@ -66,6 +71,43 @@ class EngineCommandTest {
                 "p2p+store", "--p2p-engine", P2pTransportTest.engineUri(), "--store", "memory:?capacity=16MiB",
                 "--scheme", "vllm-v1").start()) {
             assertEquals(List.of("p2p", "store"), List.copyOf(r.engine().transports().keySet()));
+        }
+    }
+
+    @Test
+    void aPrefixCacheOnAConsumerIsAConfigErrorThatLeavesNothingOpen() {
+        KVException e = assertThrows(KVException.class, () -> parse("--tiny", "--role", "kv_consumer", "--store",
+                "memory:?capacity=16MiB", "--share-prefixes", "--prefix-cache", "--chunk-tokens", "16").start());
+        assertEquals(ErrorCode.INVALID_CONFIG, e.code());
+        assertTrue(e.getMessage().contains("loads its prompts from the store"), e.getMessage());
+    }
+
+    @Test
+    void kvMetricsReportsThePrefixCacheAndEachTierOfATieredStore(@TempDir Path dir) throws Exception {
+        String tiered = "tiered:[memory:?capacity=16MiB][shm:/kvc-cmd-" + UUID.randomUUID().toString().substring(0, 8)
+                + "?capacity=16MiB&dir=" + dir + "]";
+        try (EngineCommand.Running r = parse("--port", "0", "--tiny", "--role", "kv_producer", "--store", tiered,
+                "--share-prefixes", "--prefix-cache", "--chunk-tokens", "16", "--key-tag", "t1").start();
+             HttpClient http = HttpClient.newHttpClient()) {
+            HttpResponse<String> answer = http.send(HttpRequest.newBuilder(r.server().baseUri()
+                    .resolve("/v1/completions")).header("Content-Type", "application/json")
+                    .POST(HttpRequest.BodyPublishers.ofString("{\"prompt\":\"" + "y".repeat(40)
+                            + "\",\"max_tokens\":1}")).build(), HttpResponse.BodyHandlers.ofString());
+            assertEquals(200, answer.statusCode(), answer.body());
+            JsonNode m = new ObjectMapper().readTree(http.send(HttpRequest.newBuilder(r.server().baseUri()
+                    .resolve("/kv/metrics")).build(), HttpResponse.BodyHandlers.ofString()).body());
+
+            assertEquals(40, m.at("/engine/prompt_tokens").asLong());
+            assertEquals(16, m.at("/engine/prefix_cache/chunk_tokens").asInt());
+            assertEquals(2, m.at("/engine/prefix_cache/chunks").asLong(), "40 tokens written: two full chunks");
+            assertEquals(2, m.at("/store/tiers").size(), m.path("store").toString());
+            for (JsonNode tier : m.at("/store/tiers")) {
+                assertTrue(tier.path("bytes_written").asLong() > 0, "written through to every tier: " + tier);
+            }
+            assertTrue(m.at("/store/tiers/1/uri").asText().startsWith("shm:"), m.path("store").toString());
+            assertEquals(0, m.at("/store/write_back/depth").asLong());
+            // The key tag is part of the model id the keys bind.
+            assertTrue(r.connector().keyContext().modelId().endsWith("@t1"), r.connector().keyContext().modelId());
         }
     }
 }

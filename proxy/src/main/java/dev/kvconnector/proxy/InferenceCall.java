@@ -178,8 +178,8 @@ final class InferenceCall {
     private void comparePrediction(Instance instance, UpstreamExchange ex) {
         if (route != null && route.unhashed == null) {
             KvRouter kv = proxy.kvRouter();
-            kv.metrics.compare(route.predictedTokens(kv.publisher(instance)),
-                    ex.header(KvMetrics.LOADED_TOKENS_HEADER));
+            kv.metrics.compare(kvDecodeOnly ? route.predictedDecodeOnlyTokens()
+                    : route.predictedPrefillTokens(kv.publisher(instance)), ex.header(KvMetrics.LOADED_TOKENS_HEADER));
         }
     }
 

@@ -30,11 +30,19 @@ final class KvRoute {
     }
 
     /**
-     * The prompt tokens the index expects publisher {@code p} (-1: an instance without events) to load: its own
-     * cached prefix or the shared store's, whichever is longer. 0 for an unhashed request.
+     * The prompt tokens the index expects prefill instance {@code p} (-1: one without events) to reuse from its own
+     * cache: its cached prefix, up to the last chunk that ends before the prompt's last token, which an engine
+     * computes for the first output's logits (as vLLM does). A prefill instance is a producer: it computes what its
+     * own cache lacks and reads nothing from the shared store, so the store's prefix does not count (one that does,
+     * kv_both, reports more: counted under). 0 for an unhashed request.
      */
-    int predictedTokens(int p) {
-        return tokens(Math.max(overlap(p), storePrefix));
+    int predictedPrefillTokens(int p) {
+        return chunkTokens == 0 ? 0 : tokens(Math.min(overlap(p), (promptTokens - 1) / chunkTokens));
+    }
+
+    /** The prompt tokens the index expects a decode-only D to load: the store's prefix, the whole prompt. */
+    int predictedDecodeOnlyTokens() {
+        return tokens(storePrefix);
     }
 
     /** The prompt tokens in its first {@code leadingChunks} chunks. */

@@ -129,4 +129,32 @@ class KvPredictionTest extends ProxyTestBase {
         assertEquals(0, m.under.sum());
         assertEquals(0, m.unreported.sum());
     }
+
+    @Test
+    void aPrefillIsPredictedItsOwnCacheUpToTheChunkBeforeTheLastTokenAndNeverTheStores() throws Exception {
+        var p = instance("p");
+        var d = instance("d");
+        XpydProxy proxy = start(config().policy(Policy.KV_AWARE).flow(ProxyFlow.V1).prefill(p.address())
+                .decode(d.address()));
+        KvEventFeed feed = proxy.kvRouter().feed(p.address(), null);
+        // 64 tokens, four whole chunks, all in P's own cache: P computes the last one again for its logits.
+        String whole = "0123456789abcdef".repeat(4);
+        store(feed, 0, hashes(whole), 4, "GPU");
+        p.loadedTokens(3 * CHUNK);
+        assertEquals(200, post(proxy, "/v1/completions", "{\"prompt\":\"" + whole + "\",\"max_tokens\":2}")
+                .statusCode());
+        KvMetrics m = proxy.kvRouter().metrics;
+        assertEquals(1, m.exact.sum());
+        assertEquals(3 * CHUNK, m.predictedTokens.sum());
+
+        // The store holds four chunks of PROMPT and P one: a producer reads nothing from the store.
+        List<String> h = hashes(PROMPT);
+        store(feed, 1, h, 1, "GPU");
+        store(feed, 2, h, 4, STORE);
+        p.loadedTokens(CHUNK);
+        assertEquals(200, post(proxy, "/v1/completions", completion(false)).statusCode());
+        assertEquals(2, m.exact.sum(), "predicted " + m.predictedTokens.sum());
+        assertEquals(4 * CHUNK, m.predictedTokens.sum());
+        assertEquals(0, proxy.metrics.kvDecodeOnly.sum(), "the store lacks the last chunk");
+    }
 }

@@ -1,19 +1,11 @@
 package dev.kvconnector.demo.launcher;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.kvconnector.demo.EngineCommand;
-import dev.kvconnector.proxy.ProxyConfig;
+import dev.kvconnector.proxy.Policy;
 import dev.kvconnector.proxy.ProxyFlow;
-import dev.kvconnector.proxy.XpydProxy;
 import dev.kvconnector.store.StoreUri;
-import java.io.IOException;
 import java.io.PrintStream;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -34,20 +26,21 @@ import picocli.CommandLine.Option;
  * {@code p2p+store}, peer to peer beside the store, then from the store alone), checks every answer against the
  * reference token for token, and reports
  * time to first token, per-layer insert and copy latency (and, layer by layer, the wait for P), hit rate, miss
- * reasons and bytes moved (per transport with {@code p2p+store}) on the terminal, in {@code DIR/demo.json} and in {@code DIR/demo.html}, with the load
- * average and core count. Exits 1 when any answer differs or fails.
+ * reasons and bytes moved (per transport with {@code p2p+store}) on the terminal, in {@code DIR/demo.json} and in
+ * {@code DIR/demo.html}, with the load average and core count. With {@code --workload multi-turn} the runs are those
+ * of {@link MultiTurn} instead: the routing policies (and a tiered store's tiers) side by side. Exits 1 when any
+ * answer differs or fails.
  */
 @Command(name = "demo", mixinStandardHelpOptions = true,
         description = "Run XpYd disaggregated prefill end to end on this machine and report what it does.")
 public final class DemoCommand implements Callable<Integer> {
     private static final ObjectMapper JSON = new ObjectMapper();
-    private static final String MODEL = "kvc-demo";
 
-    @Option(names = "--prefill", defaultValue = "2", description = "Prefill engines (default ${DEFAULT-VALUE}).")
-    int prefill;
+    @Option(names = "--prefill", description = "Prefill engines (default 2; 3 with --workload multi-turn).")
+    Integer prefill;
 
-    @Option(names = "--decode", defaultValue = "2", description = "Decode engines (default ${DEFAULT-VALUE}).")
-    int decode;
+    @Option(names = "--decode", description = "Decode engines (default 2; 1 with --workload multi-turn).")
+    Integer decode;
 
     @Option(names = "--requests", defaultValue = "40", description = "Requests per run (default ${DEFAULT-VALUE}).")
     int requests;
@@ -101,6 +94,23 @@ public final class DemoCommand implements Callable<Integer> {
     @Option(names = "--max-prompt", defaultValue = "160", description = "Longest prompt in bytes = tokens (default ${DEFAULT-VALUE}).")
     int maxPrompt;
 
+    @Option(names = "--workload", defaultValue = "default",
+            description = "default (independent prompts: the single engine, then XpYd whole and layer by layer) or "
+                    + "multi-turn (conversations whose each turn extends the last, with prefill engines that keep a "
+                    + "prefix cache: the single engine, then round-robin and kv-aware routing on fresh engines, and "
+                    + "with a tiered: store kv-aware on its last tier alone) (default ${DEFAULT-VALUE}).")
+    String workload;
+
+    @Option(names = "--turns", defaultValue = "8",
+            description = "multi-turn: turns per conversation, at least 2; --requests / --turns conversations "
+                    + "(default ${DEFAULT-VALUE}).")
+    int turns;
+
+    @Option(names = "--chunk-tokens", defaultValue = "16",
+            description = "multi-turn: tokens per chunk of the store's keys and of the prefill engines' prefix "
+                    + "caches, a multiple of 16 (default ${DEFAULT-VALUE}).")
+    int chunkTokens;
+
     @Option(names = "--start-timeout-s", defaultValue = "120",
             description = "How long an engine process may take to answer /health, in s (default ${DEFAULT-VALUE}).")
     int startTimeoutSeconds;
@@ -112,6 +122,10 @@ public final class DemoCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
+        // Routing matters more with more prefill engines: round robin finds a conversation's P again 1 time in P.
+        boolean conversations = "multi-turn".equals(workload);
+        prefill = prefill != null ? prefill : conversations ? 3 : 2;
+        decode = decode != null ? decode : conversations ? 1 : 2;
         if (prefill < 1 || decode < 1 || requests < 1 || clients < 1 || maxTokens < 1 || minPrompt < 16
                 || maxPrompt < minPrompt) {
             throw new CommandLine.ParameterException(new CommandLine(this), "need --prefill, --decode, --requests, "
@@ -133,6 +147,7 @@ public final class DemoCommand implements Callable<Integer> {
         if (scheme == null) {
             scheme = p2pStore ? "vllm-v1" : "kvc-v1";
         }
+        MultiTurn multiTurn = multiTurn(p2p);
         String storeUri = store;
         Path shmFile = null;
         if (storeUri == null) {
@@ -142,20 +157,24 @@ public final class DemoCommand implements Callable<Integer> {
         }
         Files.createDirectories(out);
         PrintStream err = System.err;
-        Cleanup cleanup = new Cleanup(shmFile);
+        DemoCleanup cleanup = new DemoCleanup(shmFile);
         Thread hook = new Thread(cleanup::close, "kvctl-demo-cleanup");
         Runtime.getRuntime().addShutdownHook(hook);
         try {
-            List<String> prompts = Workload.prompts(requests, minPrompt, maxPrompt, 42);
             double loadAtStart = DemoReport.loadAverage();
-            err.println("kvctl demo: " + prefill + "P" + decode + "D, " + requests + " requests, "
+            err.println("kvctl demo: " + prefill + "P" + decode + "D, " + requests + " requests"
+                    + (multiTurn == null ? "" : " in conversations of " + turns + " turns") + ", "
                     + (tiny ? "tiny" : "8-layer") + " model, " + (p2p ? "transport " + transport + " ("
                     + p2pEngineUri() + ")" : "store " + StoreUri.parse(storeUri).masked()));
             err.printf(Locale.ROOT, "machine: %d cores, load average (1 min) %.2f%n",
                     Runtime.getRuntime().availableProcessors(), loadAtStart);
-            DemoReport.Run reference = referenceRun(prompts, cleanup, err);
+            List<String> prompts = Workload.prompts(requests, minPrompt, maxPrompt, 42);
+            DemoReport.Run reference = multiTurn != null ? multiTurn.single(cleanup, err)
+                    : referenceRun(prompts, cleanup, err);
             List<DemoReport.Run> runs = new ArrayList<>();
-            if (p2p) {
+            if (multiTurn != null) {
+                runs.addAll(multiTurn.xpyd(storeUri, scheme, cleanup, err));
+            } else if (p2p) {
                 // D sends P its destination; P's address comes from P's answer (v1) or the proxy (concurrent).
                 List<String> p2pArgs = List.of("--transport", transport, "--p2p-engine", p2pEngineUri());
                 if (!p2pStore) {
@@ -177,7 +196,13 @@ public final class DemoCommand implements Callable<Integer> {
                     .put("min_prompt_tokens", minPrompt).put("max_prompt_tokens", maxPrompt)
                     .put("model", tiny ? "tiny" : "small").put("store", StoreUri.parse(storeUri).masked()).put("scheme", scheme)
                     .put("layer_wise_flow", secondFlow.name().toLowerCase(Locale.ROOT))
-                    .put("transport", transport);
+                    .put("transport", transport).put("workload", workload);
+            if (multiTurn != null) {
+                config.put("requests", requests / turns * turns).put("turns", turns)
+                        .put("conversations", requests / turns).put("chunk_tokens", chunkTokens)
+                        .put("layer_wise_flow", "none");
+                config.remove(List.of("min_prompt_tokens", "max_prompt_tokens"));
+            }
             if (p2p) {
                 config.put("p2p_engine", p2pEngineUri());
             }
@@ -201,24 +226,32 @@ public final class DemoCommand implements Callable<Integer> {
         }
     }
 
-    private DemoReport.Run referenceRun(List<String> prompts, Cleanup cleanup, PrintStream err) throws Exception {
-        EngineCommand cmd = new EngineCommand();
-        List<String> args = new ArrayList<>(List.of("--host", "127.0.0.1", "--port", "0", "--role", "none",
-                "--model-name", MODEL));
-        if (tiny) {
-            args.add("--tiny");
+    private DemoReport.Run referenceRun(List<String> prompts, DemoCleanup cleanup, PrintStream err) throws Exception {
+        return DemoRuns.single(tiny, List.of(), (label, base) -> LoadRunner.run(label, base, DemoRuns.MODEL, prompts,
+                maxTokens, clients, err), cleanup);
+    }
+
+    /** The multi-turn workload's runs, or null for the default workload; checks the options that go with it. */
+    private MultiTurn multiTurn(boolean p2p) {
+        if ("default".equals(workload)) {
+            return null;
         }
-        new CommandLine(cmd).parseArgs(args.toArray(String[]::new));
-        try (EngineCommand.Running single = cmd.start()) {
-            cleanup.reference = single;
-            long t0 = System.nanoTime();
-            List<LoadRunner.Result> results = LoadRunner.run("reference (1 engine)", single.server().baseUri(), MODEL,
-                    prompts, maxTokens, clients, err);
-            return new DemoReport.Run("single", "none", false, (System.nanoTime() - t0) / 1e6, results, List.of(),
-                    DemoReport.loadAverage());
-        } finally {
-            cleanup.reference = null;
+        if (!"multi-turn".equals(workload)) {
+            throw new CommandLine.ParameterException(new CommandLine(this),
+                    "--workload must be default or multi-turn, not " + workload);
         }
+        if (turns < 2 || requests < turns || chunkTokens < 16 || chunkTokens % 16 != 0) {
+            throw new CommandLine.ParameterException(new CommandLine(this), "--workload multi-turn needs --turns >= 2,"
+                    + " --requests >= --turns and --chunk-tokens a multiple of 16; got --turns " + turns
+                    + ", --requests " + requests + ", --chunk-tokens " + chunkTokens);
+        }
+        if (p2p || !"kvc-v1".equals(scheme)) {
+            throw new CommandLine.ParameterException(new CommandLine(this), "--workload multi-turn runs over a store "
+                    + "with kvc-v1 keys, whose chunk hashes the proxy computes; not with --transport " + transport
+                    + " and --scheme " + scheme);
+        }
+        return new MultiTurn(new MultiTurn.Settings(prefill, decode, requests / turns, turns, chunkTokens, maxTokens,
+                clients, tiny, out.resolve("logs"), Duration.ofSeconds(startTimeoutSeconds)));
     }
 
     /** {@code --p2p-engine}, else a loopback engine over MOONCAKE_TE_LIB or the test double built here. */
@@ -241,41 +274,15 @@ public final class DemoCommand implements Callable<Integer> {
     }
 
     private DemoReport.Run xpydRun(String name, ProxyFlow proxyFlow, boolean layerWise, List<String> engineArgs,
-            List<String> prompts, String storeUri, Cleanup cleanup, PrintStream err) throws Exception {
+            List<String> prompts, String storeUri, DemoCleanup cleanup, PrintStream err) throws Exception {
         err.println("starting " + prefill + " prefill and " + decode + " decode engines" + (layerWise ? " (layer-wise)" : "")
                 + (engineArgs.isEmpty() ? "" : " " + String.join(" ", engineArgs)));
         // Peer-to-peer runs are all layer-wise: each gets its own log folder, so one does not overwrite another's.
         Path logs = engineArgs.isEmpty() ? out.resolve("logs") : out.resolve("logs").resolve(name);
-        try (EngineFleet fleet = EngineFleet.start(prefill, decode, storeUri, scheme, tiny, layerWise, engineArgs,
-                logs, Duration.ofSeconds(startTimeoutSeconds))) {
-            cleanup.fleet = fleet;
-            ProxyConfig.Builder pc = ProxyConfig.builder(MODEL).bindHost("127.0.0.1").port(0).flow(proxyFlow)
-                    // Engines busy computing on a small machine answer /health late; that is not a failure.
-                    .healthTimeout(Duration.ofSeconds(10));
-            fleet.uris("prefill").forEach(u -> pc.prefill(u.getHost() + ":" + u.getPort()));
-            fleet.uris("decode").forEach(u -> pc.decode(u.getHost() + ":" + u.getPort()));
-            List<ObjectNode> metrics = new ArrayList<>();
-            long t0;
-            List<LoadRunner.Result> results;
-            try (XpydProxy proxy = new XpydProxy(pc.build()).start()) {
-                cleanup.proxy = proxy;
-                t0 = System.nanoTime();
-                results = LoadRunner.run(name + " (" + proxyFlow.name().toLowerCase(Locale.ROOT) + ")", proxy.uri(),
-                        MODEL, prompts, maxTokens, clients, err);
-            } finally {
-                cleanup.proxy = null;
-            }
-            double wall = (System.nanoTime() - t0) / 1e6;
-            try (HttpClient http = HttpClient.newHttpClient()) {
-                for (EngineFleet.Member m : fleet.members()) {
-                    metrics.add(kvMetrics(http, m));
-                }
-            }
-            return new DemoReport.Run(name, proxyFlow.name().toLowerCase(Locale.ROOT), layerWise, wall, results, metrics,
-                    DemoReport.loadAverage());
-        } finally {
-            cleanup.fleet = null;
-        }
+        DemoRuns.Spec spec = new DemoRuns.Spec(name, proxyFlow, Policy.ROUND_ROBIN, layerWise, prefill, decode,
+                storeUri, scheme, tiny, engineArgs, engineArgs, logs, Duration.ofSeconds(startTimeoutSeconds));
+        return DemoRuns.xpyd(spec, (label, base) -> LoadRunner.run(label, base, DemoRuns.MODEL, prompts, maxTokens,
+                clients, err), cleanup);
     }
 
     /**
@@ -283,77 +290,19 @@ public final class DemoCommand implements Callable<Integer> {
      * no P and no proxy (as a cache-aware proxy sends a prompt the store holds): each loads from the store.
      */
     private DemoReport.Run storeReuseRun(List<String> engineArgs, List<String> prompts, String storeUri,
-                                         Cleanup cleanup, PrintStream err) throws Exception {
+                                         DemoCleanup cleanup, PrintStream err) throws Exception {
         err.println("starting a decode engine alone, to load the same prompts from the store");
         try (EngineFleet fleet = EngineFleet.start(0, 1, storeUri, scheme, tiny, true, engineArgs,
                 out.resolve("logs").resolve("store-reuse"), Duration.ofSeconds(startTimeoutSeconds))) {
             cleanup.fleet = fleet;
             long t0 = System.nanoTime();
             List<LoadRunner.Result> results = LoadRunner.run("store-reuse (decode alone)",
-                    fleet.uris("decode").getFirst(), MODEL, prompts, maxTokens, clients, err);
+                    fleet.members().getFirst().uri(), DemoRuns.MODEL, prompts, maxTokens, clients, err);
             double wall = (System.nanoTime() - t0) / 1e6;
-            List<ObjectNode> metrics = new ArrayList<>();
-            try (HttpClient http = HttpClient.newHttpClient()) {
-                for (EngineFleet.Member m : fleet.members()) {
-                    metrics.add(kvMetrics(http, m));
-                }
-            }
-            return new DemoReport.Run("store-reuse", "none", false, wall, results, metrics, DemoReport.loadAverage());
+            return new DemoReport.Run("store-reuse", "none", false, wall, results, fleet.kvMetrics(),
+                    DemoReport.loadAverage());
         } finally {
             cleanup.fleet = null;
-        }
-    }
-
-    private static ObjectNode kvMetrics(HttpClient http, EngineFleet.Member m) throws IOException, InterruptedException {
-        URI uri = m.uri().resolve("/kv/metrics");
-        HttpResponse<String> r = http.send(HttpRequest.newBuilder(uri).timeout(Duration.ofSeconds(10)).GET().build(),
-                HttpResponse.BodyHandlers.ofString());
-        if (r.statusCode() != 200) {
-            throw new IOException("GET " + uri + " answered " + r.statusCode() + ": " + r.body());
-        }
-        JsonNode node = JSON.readTree(r.body());
-        return ((ObjectNode) node).put("name", m.name()).put("uri", m.uri().toString());
-    }
-
-    /**
-     * Whatever is running now, closed once: on the normal path, on failure, and from the shutdown hook on Ctrl-C.
-     * Fields are volatile because the hook runs on its own thread.
-     */
-    private static final class Cleanup {
-        private final Path shmFile;
-        volatile EngineFleet fleet;
-        volatile XpydProxy proxy;
-        volatile EngineCommand.Running reference;
-        private boolean closed;
-
-        Cleanup(Path shmFile) {
-            this.shmFile = shmFile;
-        }
-
-        synchronized void close() {
-            if (closed) {
-                return;
-            }
-            closed = true;
-            XpydProxy p = proxy;
-            if (p != null) {
-                p.close();
-            }
-            EngineFleet f = fleet;
-            if (f != null) {
-                f.close();
-            }
-            EngineCommand.Running r = reference;
-            if (r != null) {
-                r.close();
-            }
-            if (shmFile != null) {
-                try {
-                    Files.deleteIfExists(shmFile);
-                } catch (IOException e) {
-                    System.err.println("kvctl demo: cannot remove the store file " + shmFile + ": " + e.getMessage());
-                }
-            }
         }
     }
 }

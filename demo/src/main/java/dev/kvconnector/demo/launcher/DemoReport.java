@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.kvconnector.store.StoreUri;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -32,9 +33,19 @@ final class DemoReport {
      * @param results per request, in prompt order
      * @param instances each engine's {@code GET /kv/metrics} answer after the run, with a {@code name} field added
      * @param loadAverage the machine's 1-minute load average when the run ended ({@link #loadAverage()})
+     * @param policy the proxy's policy ({@code round-robin}, {@code kv-aware}), or {@code none} for the single
+     *     instance
+     * @param store the store the engines shared, secrets masked, or null when the report's config names it
+     * @param proxy the proxy's counters after the run ({@link FleetRun#proxyCounters}), or null
      */
     record Run(String name, String flow, boolean layerWise, double wallMs, List<LoadRunner.Result> results,
-            List<ObjectNode> instances, double loadAverage) {
+            List<ObjectNode> instances, double loadAverage, String policy, String store, ObjectNode proxy) {
+        /** A run through the proxy's default policy, on the store the config names. */
+        Run(String name, String flow, boolean layerWise, double wallMs, List<LoadRunner.Result> results,
+                List<ObjectNode> instances, double loadAverage) {
+            this(name, flow, layerWise, wallMs, results, instances, loadAverage,
+                    "none".equals(flow) ? "none" : "round-robin", null, null);
+        }
     }
 
     /** The machine's 1-minute load average now, or a negative value where the OS does not tell. */
@@ -94,7 +105,7 @@ final class DemoReport {
                     out.add(run.name() + " request " + r.index() + " failed: " + r.error());
                 } else if (r.tokenIds().isEmpty() || !r.tokenIds().equals(want.tokenIds())
                         || !r.text().equals(want.text())) {
-                    out.add(run.name() + " request " + r.index() + " (" + r.promptBytes() + " prompt tokens): got tokens "
+                    out.add(run.name() + " request " + r.index() + " (" + r.promptTokens() + " prompt tokens): got tokens "
                             + r.tokenIds() + ", the single instance gave " + want.tokenIds());
                 }
             }
@@ -103,7 +114,7 @@ final class DemoReport {
     }
 
     private static ObjectNode runJson(Run r) {
-        ObjectNode o = JSON.createObjectNode().put("name", r.name()).put("flow", r.flow())
+        ObjectNode o = JSON.createObjectNode().put("name", r.name()).put("flow", r.flow()).put("policy", r.policy())
                 .put("layer_wise", r.layerWise()).put("wall_ms", round(r.wallMs()))
                 .put("requests", r.results().size()).put("load_average_1m_end", round(r.loadAverage()));
         double[] ttft = r.results().stream().mapToDouble(LoadRunner.Result::ttftMs).sorted().toArray();
@@ -112,7 +123,11 @@ final class DemoReport {
         stats(o.putObject("ttft_ms"), ttft);
         stats(o.putObject("total_ms"), total);
         stats(o.putObject("after_first_token_ms"), decode);
-        if (!r.instances().isEmpty()) {
+        if (r.store() != null) {
+            o.put("store", StoreUri.parse(r.store()).masked());
+        }
+        Comparison.counters(o, r);
+        if (!"none".equals(r.flow()) && !r.instances().isEmpty()) {
             long dRequests = 0;
             long loaded = 0;
             long partial = 0;
@@ -156,7 +171,7 @@ final class DemoReport {
         }
         ArrayNode reqs = o.putArray("per_request");
         for (LoadRunner.Result x : r.results()) {
-            reqs.addObject().put("index", x.index()).put("prompt_tokens", x.promptBytes())
+            reqs.addObject().put("index", x.index()).put("prompt_tokens", x.promptTokens())
                     .put("start_ms", round(x.startMs())).put("first_token_ms", round(x.firstTokenMs()))
                     .put("end_ms", round(x.endMs()));
         }
@@ -204,7 +219,7 @@ final class DemoReport {
         return sorted[Math.clamp(rank - 1, 0, sorted.length - 1)];
     }
 
-    private static double round(double v) {
+    static double round(double v) {
         return Math.round(v * 100) / 100.0;
     }
 
@@ -224,13 +239,18 @@ final class DemoReport {
         sb.append(String.format(Locale.ROOT, "machine: %d cores, load average (1 min) %.2f before the runs, %.2f after"
                 + "%n%n", cpus(), root.path("machine").path("load_average_1m_start").asDouble(),
                 root.path("machine").path("load_average_1m_end").asDouble()));
-        sb.append(String.format(Locale.ROOT, "%-26s %-11s %9s %9s %9s %9s %6s %8s %14s %14s %16s%n", "run", "flow",
+        int width = 16;
+        for (JsonNode r : root.path("runs")) {
+            width = Math.max(width, r.path("name").asText().length());
+        }
+        String name = "%-" + width + "s";
+        sb.append(String.format(Locale.ROOT, name + " %-11s %9s %9s %9s %9s %6s %8s %14s %14s %16s%n", "run", "flow",
                 "ttft p50", "ttft p99", "total p50", "wall s", "load", "hit rate", "insert p50/99", "copy p50/99",
                 "wait-for-P p50/99"));
         for (JsonNode r : root.path("runs")) {
             boolean xpyd = r.has("hit_rate");
             boolean waited = r.path("drop_wait_us").path("count").asLong() > 0;
-            sb.append(String.format(Locale.ROOT, "%-26s %-11s %7.0fms %7.0fms %7.0fms %9.1f %6.2f %8s %14s %14s %16s%n",
+            sb.append(String.format(Locale.ROOT, name + " %-11s %7.0fms %7.0fms %7.0fms %9.1f %6.2f %8s %14s %14s %16s%n",
                     r.path("name").asText(), r.path("flow").asText(), r.path("ttft_ms").path("p50").asDouble(),
                     r.path("ttft_ms").path("p99").asDouble(), r.path("total_ms").path("p50").asDouble(),
                     r.path("wall_ms").asDouble() / 1000, r.path("load_average_1m_end").asDouble(),
@@ -238,6 +258,7 @@ final class DemoReport {
                     xpyd ? us(r.path("drop_layer_us")) : "-", waited ? us(r.path("drop_wait_us")) : "-"));
         }
         sb.append('\n');
+        sb.append(Comparison.table(root));
         for (String f : findings()) {
             sb.append(f).append('\n');
         }
@@ -286,7 +307,9 @@ final class DemoReport {
 
     /** One sentence per XpYd run comparing it with the single engine ({@link ReportWording#findings}). */
     List<String> findings() {
-        return ReportWording.findings(root);
+        List<String> out = new ArrayList<>(ReportWording.findings(root));
+        out.addAll(Comparison.findings(root));
+        return out;
     }
 
     /** What the numbers were measured under ({@link ReportWording#conditions}). */
@@ -329,6 +352,7 @@ final class DemoReport {
             h.append("<li>").append(escape(f)).append("</li>");
         }
         h.append("</ul><p class=\"note\">").append(escape(conditions())).append("</p>");
+        h.append(Comparison.html(root));
         h.append("<h2>Where the time goes (mean per request, ms)</h2>");
         List<String> labels = new ArrayList<>();
         List<double[]> stacks = new ArrayList<>();
@@ -364,7 +388,7 @@ final class DemoReport {
         h.append(String.format(Locale.ROOT, "<h2>Timelines (one scale for every run; the longest ends at %s s)</h2>",
                 SvgCharts.number(Math.rint(end) / 1000)));
         for (Run r : runs) {
-            List<SvgCharts.Span> spans = r.results().stream().map(x -> new SvgCharts.Span(x.index(), x.promptBytes(),
+            List<SvgCharts.Span> spans = r.results().stream().map(x -> new SvgCharts.Span(x.index(), x.promptTokens(),
                     x.startMs(), x.firstTokenMs(), x.endMs())).toList();
             h.append("<h3>").append(escape(r.name())).append(" (").append(SvgCharts.micros(r.wallMs() * 1000))
                     .append(")</h3>").append(SvgCharts.timeline(spans, end));

@@ -1,5 +1,7 @@
 package dev.kvconnector.demo.launcher;
 
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.kvconnector.demo.EngineCommand;
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
@@ -25,16 +27,19 @@ import java.util.concurrent.TimeUnit;
 final class EngineFleet implements AutoCloseable {
     static final long GRACE_MS = 5_000;
     private static final String LISTENING = " listening on ";
+    private static final String EVENTS = " KV events on ";
+    private static final ObjectMapper JSON = new ObjectMapper();
 
-    /** One child engine: its role name ({@code prefill-0}), process, base URI and log file. */
-    record Member(String name, Process process, URI uri, Path log) {
+    /**
+     * One child engine: its role name ({@code prefill-0}), process, base URI, log file, and where it publishes its KV
+     * events ({@code PUB[,REPLAY]}, as the engine printed it), or null when it publishes none.
+     */
+    record Member(String name, Process process, URI uri, Path log, String events) {
     }
 
     private final List<Member> members = new ArrayList<>();
     /** Every child started, ready or not, in start order. */
     private final List<Child> started = new ArrayList<>();
-    /** Flags appended to every engine's command line. */
-    private List<String> engineArgs = List.of();
 
     private record Child(String name, Process process, Path log) {
     }
@@ -60,16 +65,27 @@ final class EngineFleet implements AutoCloseable {
      * appended to every engine's flags (such as {@code --transport p2p}). */
     static EngineFleet start(int prefill, int decode, String store, String scheme, boolean tiny, boolean layerWise,
             List<String> engineArgs, Path logDir, Duration startTimeout) throws IOException, InterruptedException {
+        return start(prefill, decode, store, scheme, tiny, layerWise, engineArgs, engineArgs, logDir, startTimeout);
+    }
+
+    /**
+     * As {@link #start(int, int, String, String, boolean, boolean, List, Path, Duration)}, with {@code prefillArgs}
+     * appended to the producers' flags and {@code decodeArgs} to the consumers'.
+     */
+    static EngineFleet start(int prefill, int decode, String store, String scheme, boolean tiny, boolean layerWise,
+            List<String> prefillArgs, List<String> decodeArgs, Path logDir, Duration startTimeout)
+            throws IOException, InterruptedException {
         EngineFleet fleet = new EngineFleet();
-        fleet.engineArgs = List.copyOf(engineArgs);
         try {
             Files.createDirectories(logDir);
             String suffix = layerWise ? "-layerwise" : "";
             for (int i = 0; i < prefill; i++) {
-                fleet.launch("prefill-" + i, "kv_producer", store, scheme, tiny, layerWise, logDir.resolve("prefill-" + i + suffix + ".log"));
+                fleet.launch("prefill-" + i, "kv_producer", store, scheme, tiny, layerWise, prefillArgs,
+                        logDir.resolve("prefill-" + i + suffix + ".log"));
             }
             for (int i = 0; i < decode; i++) {
-                fleet.launch("decode-" + i, "kv_consumer", store, scheme, tiny, layerWise, logDir.resolve("decode-" + i + suffix + ".log"));
+                fleet.launch("decode-" + i, "kv_consumer", store, scheme, tiny, layerWise, decodeArgs,
+                        logDir.resolve("decode-" + i + suffix + ".log"));
             }
             fleet.awaitReady(startTimeout);
             return fleet;
@@ -80,7 +96,7 @@ final class EngineFleet implements AutoCloseable {
     }
 
     private void launch(String name, String role, String store, String scheme, boolean tiny, boolean layerWise,
-            Path log) throws IOException {
+            List<String> engineArgs, Path log) throws IOException {
         List<String> cmd = command(role, store, scheme, tiny, layerWise);
         cmd.addAll(engineArgs);
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true)
@@ -132,7 +148,7 @@ final class EngineFleet implements AutoCloseable {
                     Thread.sleep(50);
                 }
                 awaitHealth(http, c.name(), uri, log, deadline);
-                members.add(new Member(c.name(), p, uri, log));
+                members.add(new Member(c.name(), p, uri, log, logged(log, EVENTS)));
             }
         }
     }
@@ -158,16 +174,44 @@ final class EngineFleet implements AutoCloseable {
     }
 
     private static URI listeningUri(Path log) throws IOException {
+        String uri = logged(log, LISTENING);
+        return uri == null ? null : URI.create(uri);
+    }
+
+    /** What an engine printed after {@code marker} on its first {@code engine ...} line with it, or null. */
+    private static String logged(Path log, String marker) throws IOException {
         if (!Files.exists(log)) {
             return null;
         }
         for (String line : Files.readAllLines(log, StandardCharsets.UTF_8)) {
-            int at = line.indexOf(LISTENING);
+            int at = line.indexOf(marker);
             if (line.startsWith("engine ") && at > 0) {
-                return URI.create(line.substring(at + LISTENING.length()).trim());
+                return line.substring(at + marker.length()).trim();
             }
         }
         return null;
+    }
+
+    /** Each engine's {@code GET /kv/metrics} answer, with its {@code name} and {@code uri} added. */
+    List<ObjectNode> kvMetrics() throws IOException, InterruptedException {
+        List<ObjectNode> out = new ArrayList<>();
+        for (Member m : members) {
+            out.add(kvMetrics(m.uri()).put("name", m.name()));
+        }
+        return out;
+    }
+
+    /** The {@code GET /kv/metrics} answer of the engine at {@code base}, with its {@code uri} added. */
+    static ObjectNode kvMetrics(URI base) throws IOException, InterruptedException {
+        URI uri = base.resolve("/kv/metrics");
+        try (HttpClient http = HttpClient.newHttpClient()) {
+            HttpResponse<String> r = http.send(HttpRequest.newBuilder(uri).timeout(Duration.ofSeconds(10)).GET()
+                    .build(), HttpResponse.BodyHandlers.ofString());
+            if (r.statusCode() != 200) {
+                throw new IOException("GET " + uri + " answered " + r.statusCode() + ": " + r.body());
+            }
+            return ((ObjectNode) JSON.readTree(r.body())).put("uri", base.toString());
+        }
     }
 
     private static KVException failed(String name, String what, Path log) {
@@ -195,11 +239,6 @@ final class EngineFleet implements AutoCloseable {
     /** The engines, prefill first, once all answer {@code /health}. */
     List<Member> members() {
         return List.copyOf(members);
-    }
-
-    /** The base URIs of the engines whose name starts with {@code prefix} ({@code prefill} or {@code decode}). */
-    List<URI> uris(String prefix) {
-        return members.stream().filter(m -> m.name().startsWith(prefix)).map(Member::uri).toList();
     }
 
     @Override

@@ -172,13 +172,41 @@ final class SvgCharts {
             double[] vs = {b.p50(), b.p99()};
             String[] ps = {"p50", "p99"};
             for (int k = 0; k < 2; k++) {
-                double w = Math.max(1, axis.x(vs[k]));
-                s.append(String.format(Locale.ROOT, "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"16\" fill=\"%s\"/>"
-                        + "<text x=\"%.1f\" y=\"%d\" font-size=\"11\">%s %s</text>", left, y + k * 18, w,
-                        COLORS[k], left + w + 4, y + k * 18 + 12, ps[k], escape(valueLabel.apply(vs[k]))));
+                bar(s, left, y + k * 18, axis.x(vs[k]), COLORS[k], ps[k] + " " + valueLabel.apply(vs[k]));
             }
         }
         legend(s, new String[] {"p50", "p99"}, plotBottom + 38);
+        return s.append("</svg>").toString();
+    }
+
+    /** A bar 16 px high from {@code left}, at least 1 px wide so a zero shows, with {@code text} after its end. */
+    private static void bar(StringBuilder s, int left, int y, double width, String color, String text) {
+        double w = Math.max(1, width);
+        s.append(String.format(Locale.ROOT, "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"16\" fill=\"%s\"/>"
+                + "<text x=\"%.1f\" y=\"%d\" font-size=\"11\">%s</text>", left, y, w, color, left + w + 4, y + 12,
+                escape(text)));
+    }
+
+    /** One bar of a {@link #values} chart: a label and its value. */
+    record Value(String label, double value) {
+    }
+
+    /** One horizontal bar per label on a linear axis from 0, each with its value printed. */
+    static String values(List<Value> values, DoubleFunction<String> valueLabel) {
+        int left = 230;
+        int width = 550;
+        int rowH = 24;
+        Axis axis = linear(values.stream().mapToDouble(Value::value).max().orElse(1), width, valueLabel);
+        int plotBottom = values.size() * rowH + 5;
+        StringBuilder s = new StringBuilder(open(left + width + 110, plotBottom + 25));
+        axis(s, axis, left, 0, plotBottom);
+        for (int i = 0; i < values.size(); i++) {
+            Value v = values.get(i);
+            int y = i * rowH + 5;
+            s.append(String.format(Locale.ROOT, "<text x=\"0\" y=\"%d\" font-size=\"13\">%s</text>", y + 13,
+                    escape(v.label())));
+            bar(s, left, y, axis.x(v.value()), COLORS[0], valueLabel.apply(v.value()));
+        }
         return s.append("</svg>").toString();
     }
 

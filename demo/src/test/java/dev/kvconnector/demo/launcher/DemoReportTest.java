@@ -2,6 +2,7 @@ package dev.kvconnector.demo.launcher;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -171,5 +172,74 @@ class DemoReportTest {
         assertEquals("50% more time (slower)", ReportWording.relative(150, 100));
         assertEquals("the same within 0.5%", ReportWording.relative(100.2, 100));
         assertEquals("not comparable (a zero duration)", ReportWording.relative(5, 0));
+    }
+
+    /** An engine's {@code /kv/metrics} answer with its prompt tokens computed and, optionally, a tiered store's tiers. */
+    private static ObjectNode engine(String name, long prefillTokens, String tiersJson) throws Exception {
+        return (ObjectNode) JSON.readTree("{\"name\":\"" + name + "\",\"engine\":{\"requests\":2,\"loaded_prefills\":2,"
+                + "\"prefill_tokens\":" + prefillTokens + ",\"prefix_cache\":{\"hit_tokens\":10},\"misses\":{}},"
+                + "\"connector\":{\"inserted_bytes\":1,\"dropped_bytes\":1}"
+                + (tiersJson == null ? "" : ",\"store\":{\"uri\":\"t\",\"tiers\":" + tiersJson
+                + ",\"write_back\":{\"depth\":0,\"dropped\":0}}") + "}");
+    }
+
+    private static DemoReport.Run policyRun(String name, String policy, long pTokens, long decodeOnly, double scale,
+                                            String tiers) throws Exception {
+        ObjectNode proxy = JSON.createObjectNode().put("decode_only", decodeOnly);
+        return new DemoReport.Run(name, "v1", false, 100, results(scale), List.of(engine("prefill-0", pTokens, tiers),
+                engine("decode-0", 2, tiers)), 3.5, policy, "tiered:[shm:/a][valkey://h:6379]", proxy);
+    }
+
+    private static DemoReport multiTurn(long kvTokens) throws Exception {
+        ObjectNode config = JSON.createObjectNode().put("prefill", 2).put("decode", 1).put("clients", 2)
+                .put("workload", "multi-turn");
+        String two = "[{\"uri\":\"shm:/a\",\"hits\":8,\"bytes_read\":800,\"bytes_written\":900},"
+                + "{\"uri\":\"valkey://h:6379\",\"hits\":0,\"bytes_read\":0,\"bytes_written\":900}]";
+        String one = "[{\"uri\":\"valkey://h:6379\",\"hits\":8,\"bytes_read\":2048,\"bytes_written\":900}]";
+        DemoReport.Run single = new DemoReport.Run("single", "none", false, 100, results(1), List.of(), 0.5);
+        return new DemoReport(config, 0.5, single, List.of(policyRun("round-robin", "round-robin", 30, 0, 2, two),
+                policyRun("kv-aware", "kv-aware", kvTokens, 1, 1, two),
+                policyRun("kv-aware, last tier alone", "kv-aware", kvTokens, 1, 1.5, one)));
+    }
+
+    @Test
+    void theComparisonCountsRecomputedTokensPrefixHitsAndOnlyTheRemoteTiersBytes() throws Exception {
+        DemoReport r = multiTurn(10);
+        var kv = r.json().at("/runs/2");
+        // 40 prompt tokens sent; P computed 10 and D 2 of each side.
+        assertEquals(40, kv.path("prompt_tokens").asLong());
+        assertEquals(12, kv.path("prompt_tokens_recomputed").asLong());
+        assertEquals(0.75, kv.path("prefix_hit_rate").asDouble(), "D's tokens are not the prefill side's");
+        assertEquals(1, kv.path("decode_only").asLong());
+        assertEquals(20, kv.path("prefix_cache_hit_tokens").asLong());
+        assertEquals(2, kv.path("store_tiers").size());
+        assertEquals(1600, kv.at("/store_tiers/0/bytes_read").asLong(), "summed over both engines");
+        assertEquals(0, kv.path("network_bytes_read").asLong(), "shm: is this host's memory");
+        assertEquals(3600, kv.path("network_bytes_written").asLong() + kv.at("/store_tiers/0/bytes_written").asLong());
+        assertEquals(4096, r.json().at("/runs/3/network_bytes_read").asLong());
+        assertTrue(r.text().contains("network read"), r.text());
+        assertTrue(r.html().contains("Policies and stores side by side"));
+    }
+
+    @Test
+    void theComparisonIsWordedFromTheNumbersAgainstTheGoal() throws Exception {
+        String met = String.join("\n", multiTurn(10).findings());
+        assertTrue(met.contains("kv-aware recomputed 12 prompt tokens against 32 under round-robin: 63% fewer (the goal"
+                + " is at least 50% fewer: met)"), met);
+        assertTrue(met.contains("time to first token p50 10 ms against 20 ms, 50% less time (faster)"), met);
+        assertTrue(met.contains("read 0.0 KiB over the network (written: 1.8 KiB) against 4.0 KiB"), met);
+        String notMet = String.join("\n", multiTurn(40).findings());
+        assertTrue(notMet.contains("42 prompt tokens against 32 under round-robin: 31% more (the goal is at least 50%"
+                + " fewer: not met)"), notMet);
+        assertFalse(String.join("\n", layerWiseReport(1000).findings()).contains("round-robin"),
+                "no comparison outside the multi-turn workload");
+    }
+
+    @Test
+    void onlyATieredStoreOfTwoTiersOrMoreRunsItsLastTierAlone() {
+        assertEquals("tiered:[valkey://h:6379]", MultiTurn.lastTierAlone("tiered:[shm:/a?capacity=1GiB][valkey://h:6379]"));
+        assertEquals("tiered:[valkey://h:2]", MultiTurn.lastTierAlone("tiered:[shm:/a][memory:][valkey://h:2]?write=back"));
+        assertNull(MultiTurn.lastTierAlone("tiered:[valkey://h:6379]"));
+        assertNull(MultiTurn.lastTierAlone("shm:/kvc-demo?capacity=1GiB"));
     }
 }
