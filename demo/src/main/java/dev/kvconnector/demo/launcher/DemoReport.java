@@ -127,7 +127,8 @@ final class DemoReport {
             o.put("store", StoreUri.parse(r.store()).masked());
         }
         Comparison.counters(o, r);
-        if (!"none".equals(r.flow()) && !r.instances().isEmpty()) {
+        // The reference engine's own counters say nothing of a transfer; a fleet's (with or without a proxy) do.
+        if (!"single".equals(r.name()) && !r.instances().isEmpty()) {
             long dRequests = 0;
             long loaded = 0;
             long partial = 0;
