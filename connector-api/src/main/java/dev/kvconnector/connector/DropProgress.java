@@ -32,7 +32,7 @@ final class DropProgress {
         this.streaming = streaming;
     }
 
-    /** Runs {@code load}, then publishes its result or failure and records the result in the metrics. */
+    /** Runs {@code load}, records its result in the metrics, then publishes the result or failure to the waiters. */
     void run(Supplier<DropResult> load) {
         DropResult r = null;
         Throwable f = null;
@@ -40,6 +40,10 @@ final class DropProgress {
             r = load.get();
         } catch (Throwable t) {
             f = t;
+        }
+        if (r != null) {
+            // Counted before any waiter sees it: metrics() after result() returns includes this result.
+            connector.metricsRecorder().recordResult(r);
         }
         lock.lock();
         try {
@@ -51,7 +55,6 @@ final class DropProgress {
             lock.unlock();
         }
         if (r != null) {
-            connector.metricsRecorder().recordResult(r);
             if (!r.isHit()) {
                 LOG.debug("drop-select missed on {}: {} ({})", connector.endpoint(), r.reason(), r.detail());
             }

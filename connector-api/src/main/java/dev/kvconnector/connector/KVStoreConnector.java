@@ -82,7 +82,10 @@ public interface KVStoreConnector extends AutoCloseable {
     /** Zeroes every metric, for example after a warm-up or at the start of a reporting interval. */
     void resetMetrics();
 
-    /** Waits for in-flight transfers and releases the connector's memory. */
+    /**
+     * Ends or waits for in-flight transfers and releases the connector's memory. Idempotent; afterwards
+     * {@link #beginInsert} and {@link #beginDropSelect} throw {@code CLOSED}.
+     */
     @Override
     void close();
 }

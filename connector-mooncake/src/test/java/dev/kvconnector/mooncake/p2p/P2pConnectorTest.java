@@ -21,7 +21,6 @@ import dev.kvconnector.paged.BlockTable;
 import dev.kvconnector.paged.PagedKVCache;
 import dev.kvconnector.tensor.DType;
 import dev.kvconnector.tensor.Tensor;
-import dev.kvconnector.tensor.TensorSpec;
 import dev.kvconnector.testkit.Segments;
 import java.lang.foreign.Arena;
 import java.net.ServerSocket;
@@ -35,7 +34,9 @@ import org.junit.jupiter.api.Test;
 /**
  * P and D as two connectors with two engines in this JVM (their bytes still cross the engine's transport), for the
  * failures and the bad input: each is an error or a miss that names its cause, and D's cache is never changed by
- * what D refuses. The two-process flows are {@link P2pTwoProcessTest}.
+ * what D refuses. What every connector promises (every byte, a wrong dtype or shape, a producer that stops or
+ * aborts, two requests at once, a damaged layer, lookup, metrics, close) is {@link P2pKVStoreConnectorContractTest};
+ * the two-process flows are {@link P2pTwoProcessTest}.
  */
 class P2pConnectorTest {
     private static final int TOKENS = 100;
@@ -322,22 +323,6 @@ class P2pConnectorTest {
         }
         assertTrue(dErrors.stream().anyMatch(s -> s.contains("unknown transfer never-begun")), dErrors::toString);
         assertTrue(dErrors.stream().anyMatch(s -> s.contains("not a kvc-p2p/1 message")), dErrors::toString);
-        assertDCacheUntouched();
-    }
-
-    @Test
-    void wrongShapeIsRejectedBeforeAnythingIsWritten() {
-        String tid = tid();
-        try (P2pDropSession drop = d.beginDropSelect(request(tid), DropTarget.paged(dCache, dBlocks))) {
-            InsertSession insert = p.beginInsert(request(tid), drop.transferParams());
-            TensorSpec shortSpec = TensorSpec.of(DType.BF16, TOKENS - 1, 2, 16);
-            Tensor k = Tensor.host(shortSpec, arena.allocate(shortSpec.byteSize()));
-            KVException e = assertThrows(KVException.class, () -> insert.putLayer(0, k, k));
-            assertEquals(ErrorCode.SHAPE_MISMATCH, e.code(), e.getMessage());
-            insert.close();
-            assertEquals(MissReason.ABSENT, drop.result().reason());
-            assertTrue(drop.result().detail().contains("P aborted"), drop.result().detail());
-        }
         assertDCacheUntouched();
     }
 
