@@ -124,6 +124,9 @@ public final class StoreConnector implements KVStoreConnector {
         this.keyContext = new KeyContext(b.modelId == null ? layout.name() : b.modelId, layout, b.tpRank, b.worldSize,
                 chunkTokens);
         this.dropMode = b.dropMode;
+        if (dropMode == DropMode.CONSUME) {
+            store.checkConsumeMode();
+        }
         this.putOptions = PutOptions.DEFAULT.withTtlMillis(b.ttlMillis);
         this.layerPutOptions = putOptions.withImmutable(scheme.contentAddressed());
         var caps = store.capabilities();
@@ -152,9 +155,6 @@ public final class StoreConnector implements KVStoreConnector {
                 chunkTokens, KvcV1KeyScheme.NAME.equals(scheme.name())
                         ? java.util.HexFormat.of().formatHex(KvcV1KeyScheme.rootHash(keyContext, null)) : null,
                 errorHandler);
-        if (dropMode == DropMode.CONSUME) {
-            store.checkConsumeMode();
-        }
         if (ownsStore) {
             store.errorHandler(errorHandler);
         }
