@@ -9,6 +9,7 @@ import dev.kvconnector.store.StoreCapability;
 import dev.kvconnector.store.StoreEventListener;
 import dev.kvconnector.store.StoreSubscription;
 import dev.kvconnector.store.StoreUri;
+import dev.kvconnector.store.SubscriptionThread;
 import dev.kvconnector.valkey.resp.ConnectionPool;
 import dev.kvconnector.valkey.resp.Endpoint;
 import dev.kvconnector.valkey.resp.RespConnection;
@@ -316,7 +317,7 @@ public final class ValkeyStore implements KVStore {
         return s;
     }
 
-    private void forget(ValkeySubscription s) {
+    private void forget(SubscriptionThread s) {
         synchronized (subscriptions) {
             subscriptions.remove(s);
         }

@@ -3,7 +3,7 @@ package dev.kvconnector.valkey;
 import dev.kvconnector.error.ErrorHandler;
 import dev.kvconnector.store.StoreEvent;
 import dev.kvconnector.store.StoreEventListener;
-import dev.kvconnector.store.StoreSubscription;
+import dev.kvconnector.store.SubscriptionThread;
 import dev.kvconnector.valkey.resp.Endpoint;
 import dev.kvconnector.valkey.resp.PubSub;
 import dev.kvconnector.valkey.resp.RespSettings;
@@ -11,8 +11,6 @@ import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
@@ -33,44 +31,33 @@ import org.slf4j.LoggerFactory;
  * doubling to {@value #MAX_BACKOFF_MILLIS} ms, and once back the next event skips a sequence number, since what
  * happened meanwhile was not told. The first connection is made before {@link #start()} returns (or has failed).
  */
-final class ValkeySubscription implements StoreSubscription {
+final class ValkeySubscription extends SubscriptionThread {
     private static final Logger LOG = LoggerFactory.getLogger(ValkeySubscription.class);
     static final long FIRST_BACKOFF_MILLIS = 100;
     static final long MAX_BACKOFF_MILLIS = 5_000;
     /** The flags the events need: keyevent channels, then generic, string, expired and evicted events. */
     static final String NEEDED_FLAGS = "Eg$xe";
     private static final String ALL_FLAGS = "g$lshzxet";
-    private static final AtomicInteger THREADS = new AtomicInteger();
 
     private final String uri;
     private final Endpoint endpoint;
     private final RespSettings settings;
-    private final StoreEventListener listener;
-    private final ErrorHandler errors;
     private final List<String> channels;
     private final String prefix;
     private final long epoch = (System.currentTimeMillis() << 12) | ThreadLocalRandom.current().nextInt(1 << 12);
-    private final Thread thread;
-    private final AtomicBoolean closed = new AtomicBoolean();
-    private final Consumer<ValkeySubscription> onClose;
     /** Counted down once the first connection is subscribed, or failed. */
     private final CountDownLatch firstAttempt = new CountDownLatch(1);
-    private volatile boolean running = true;
     private volatile PubSub current;
     private long next;
 
     ValkeySubscription(String uri, Endpoint endpoint, RespSettings settings, StoreEventListener listener,
-                       ErrorHandler errors, Consumer<ValkeySubscription> onClose) {
+                       ErrorHandler errors, Consumer<SubscriptionThread> onClose) {
+        super("valkey", uri, listener, errors, onClose);
         this.uri = uri;
         this.endpoint = endpoint;
         this.settings = settings;
-        this.listener = listener;
-        this.errors = errors;
-        this.onClose = onClose;
         this.prefix = "__keyevent@" + settings.database() + "__:";
         this.channels = List.of(prefix + "set", prefix + "del", prefix + "expired", prefix + "evicted");
-        this.thread = Thread.ofPlatform().daemon().name("kvconnector-events-valkey-" + THREADS.incrementAndGet())
-                .unstarted(this::run);
     }
 
     /**
@@ -78,7 +65,7 @@ final class ValkeySubscription implements StoreSubscription {
      * is told; when that connection fails (reported to the error handler), returns at once and keeps trying.
      */
     void start() {
-        thread.start();
+        startThread();
         try {
             firstAttempt.await(settings.connectTimeoutMillis() + settings.timeoutMillis(), TimeUnit.MILLISECONDS);
         } catch (InterruptedException e) {
@@ -125,16 +112,17 @@ final class ValkeySubscription implements StoreSubscription {
         return b.toString();
     }
 
-    private void run() {
+    @Override
+    protected void run() {
         long backoff = FIRST_BACKOFF_MILLIS;
         boolean connectedBefore = false;
         boolean outage = false;
         String warnedFor = "";
-        while (running) {
+        while (running()) {
             PubSub ps = new PubSub(endpoint, settings);
             current = ps;
             try {
-                if (!running) {
+                if (!running()) {
                     return;
                 }
                 String flags = ps.connectAndRead("notify-keyspace-events");
@@ -152,7 +140,7 @@ final class ValkeySubscription implements StoreSubscription {
                 connectedBefore = true;
                 outage = false;
                 backoff = FIRST_BACKOFF_MILLIS;
-                while (running) {
+                while (running()) {
                     String[] message = ps.next();
                     if (message != null) {
                         deliver(message[0], message[1]);
@@ -160,7 +148,7 @@ final class ValkeySubscription implements StoreSubscription {
                 }
             } catch (RuntimeException e) {
                 firstAttempt.countDown();
-                if (!running) {
+                if (!running()) {
                     return;
                 }
                 if (!outage) {
@@ -190,39 +178,15 @@ final class ValkeySubscription implements StoreSubscription {
         if (type == null) {
             return;
         }
-        try {
-            listener.onEvent(new StoreEvent(epoch, next++, type, uri, key, -1));
-        } catch (RuntimeException e) {
-            report("event listener of " + uri, e);
-        }
+        deliver(new StoreEvent(epoch, next++, type, uri, key, -1));
     }
 
-    private void report(String where, RuntimeException e) {
-        try {
-            errors.onError(where, e);
-        } catch (RuntimeException ignored) {
-            // The handler failing too must not end the subscription; there is no one else to tell.
-        }
-    }
-
+    /** Closes the connection a {@link PubSub#next()} waits on. */
     @Override
-    public void close() {
-        if (!closed.compareAndSet(false, true)) {
-            return;
-        }
-        running = false;
+    protected void wake() {
         PubSub ps = current;
         if (ps != null) {
             ps.close();
         }
-        LockSupport.unpark(thread);
-        if (Thread.currentThread() != thread) {
-            try {
-                thread.join();
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }
-        onClose.accept(this);
     }
 }

@@ -11,6 +11,7 @@ import dev.kvconnector.store.StoreEventListener;
 import dev.kvconnector.store.StoreSubscription;
 import dev.kvconnector.store.StoreUri;
 import dev.kvconnector.store.StoreView;
+import dev.kvconnector.store.SubscriptionThread;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
@@ -252,7 +253,7 @@ public final class ShmStore implements KVStore {
         }
     }
 
-    private void forget(ShmSubscription s) {
+    private void forget(SubscriptionThread s) {
         synchronized (subscriptions) {
             subscriptions.remove(s);
         }

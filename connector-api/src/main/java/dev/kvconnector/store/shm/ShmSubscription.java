@@ -3,11 +3,8 @@ package dev.kvconnector.store.shm;
 import dev.kvconnector.error.ErrorHandler;
 import dev.kvconnector.store.StoreEvent;
 import dev.kvconnector.store.StoreEventListener;
-import dev.kvconnector.store.StoreSubscription;
+import dev.kvconnector.store.SubscriptionThread;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
 import org.agrona.concurrent.BackoffIdleStrategy;
 import org.agrona.concurrent.IdleStrategy;
@@ -19,23 +16,16 @@ import org.agrona.concurrent.IdleStrategy;
  * {@link #MAX_PARK_MICROS}), so an event reaches the listener within about that long and an idle subscription costs
  * a wake-up per park. The events of every process that writes the file arrive, in the order of the ring.
  */
-final class ShmSubscription implements StoreSubscription {
+final class ShmSubscription extends SubscriptionThread {
     /** Longest park between polls of an idle ring, in us: the added latency of an event after a quiet spell. */
     static final long MAX_PARK_MICROS = 2_000;
     private static final int BATCH = 256;
-    private static final AtomicInteger THREADS = new AtomicInteger();
     private static final StoreEvent.Type[] TYPES = {null, StoreEvent.Type.STORED, StoreEvent.Type.REMOVED,
         StoreEvent.Type.EVICTED, StoreEvent.Type.EXPIRED};
 
     private final String uri;
     private final long epoch;
     private final EventReceiver receiver;
-    private final StoreEventListener listener;
-    private final ErrorHandler errors;
-    private final Consumer<ShmSubscription> onClose;
-    private final Thread thread;
-    private final AtomicBoolean closed = new AtomicBoolean();
-    private volatile boolean running = true;
 
     /**
      * Starts at the ring's tail: the listener hears of every change made after this constructor returns.
@@ -44,29 +34,26 @@ final class ShmSubscription implements StoreSubscription {
      * @param onClose called once when the subscription closes, so the store forgets it
      */
     ShmSubscription(String uri, long epoch, EventReceiver receiver, StoreEventListener listener, ErrorHandler errors,
-                    Consumer<ShmSubscription> onClose) {
+                    Consumer<SubscriptionThread> onClose) {
+        super("shm", uri, listener, errors, onClose);
         this.uri = uri;
         this.epoch = epoch;
         this.receiver = receiver;
-        this.listener = listener;
-        this.errors = errors;
-        this.onClose = onClose;
-        this.thread = Thread.ofPlatform().daemon().name("kvconnector-events-shm-" + THREADS.incrementAndGet())
-                .unstarted(this::run);
     }
 
     void start() {
-        thread.start();
+        startThread();
     }
 
-    private void run() {
+    @Override
+    protected void run() {
         IdleStrategy idle = new BackoffIdleStrategy(10, 5, TimeUnit.MICROSECONDS.toNanos(1),
                 TimeUnit.MICROSECONDS.toNanos(MAX_PARK_MICROS));
-        while (running) {
+        while (running()) {
             try {
                 idle.idle(receiver.poll(this::deliver, BATCH));
             } catch (RuntimeException e) {
-                if (running) {
+                if (running()) {
                     report("polling the event ring of " + uri, e);
                     idle.idle(0);
                 }
@@ -75,43 +62,13 @@ final class ShmSubscription implements StoreSubscription {
     }
 
     private void deliver(int type, long sequence, long bytes, String key) {
-        if (type < 1 || type >= TYPES.length) {
-            return;
-        }
-        try {
-            listener.onEvent(new StoreEvent(epoch, sequence, TYPES[type], uri, key, bytes));
-        } catch (RuntimeException e) {
-            report("event listener of " + uri, e);
-        }
-    }
-
-    private void report(String where, RuntimeException e) {
-        try {
-            errors.onError(where, e);
-        } catch (RuntimeException ignored) {
-            // The handler failing too must not end the subscription; there is no one else to tell.
+        if (type >= 1 && type < TYPES.length) {
+            deliver(new StoreEvent(epoch, sequence, TYPES[type], uri, key, bytes));
         }
     }
 
     /** Times the writers lapped this subscription (each shows as a gap in the sequence). */
     long laps() {
         return receiver.laps();
-    }
-
-    @Override
-    public void close() {
-        if (!closed.compareAndSet(false, true)) {
-            return;
-        }
-        running = false;
-        LockSupport.unpark(thread);
-        if (Thread.currentThread() != thread) {
-            try {
-                thread.join();
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }
-        onClose.accept(this);
     }
 }
