@@ -16,15 +16,19 @@ import java.util.function.Consumer;
  * {@link StoreCapability#EVENTS}, merged into one stream with numbers of its own.
  *
  * <ul>
+ *   <li>What is stored and removed through the tiered store ({@link #tell}), naming it: a removal of a batch is told
+ *       for every key of the batch once it removed any.</li>
  *   <li>Each tier's event is passed on as it is, naming the tier ({@link StoreEvent#storeUri()} is the tier's URI):
  *       a store, removal, eviction or expiry in that tier alone.</li>
  *   <li>When an object leaves a tier and no other tier holds it (asked with {@code exists} on each, from the tier's
  *       event thread), one more event tells it left the tiered store as a whole: the same type and key, naming the
- *       tiered store. A tier that cannot answer counts as holding it, so that nothing is told gone that may not be;
- *       an object that leaves several tiers at once may be told gone more than once.</li>
+ *       tiered store. That is how evictions, expiries and other clients' removals in a tier reach it. A tier that
+ *       cannot answer counts as holding it, so that nothing is told gone that may not be; an object that leaves
+ *       several tiers at once, or through the tiered store, may be told gone more than once.</li>
  *   <li>A gap in a tier's events (or a new epoch) is a gap in these numbers.</li>
  * </ul>
- * Events are delivered one at a time, in order of arrival across the tiers, on the tiers' event threads.
+ * Events are delivered one at a time, in order of arrival across the tiers, on the tiers' event threads (and on the
+ * caller's thread for what is told through the store).
  */
 final class TieredEvents implements StoreSubscription {
     private final String uri;
@@ -98,6 +102,11 @@ final class TieredEvents implements StoreSubscription {
             }
         }
         return true;
+    }
+
+    /** Tells that {@code key} was stored in or removed from the tiered store through a call to it. */
+    synchronized void tell(StoreEvent.Type type, String key, long bytes) {
+        deliver(type, uri, key, bytes);
     }
 
     /** Numbers and hands on one event; called holding this object's lock. */

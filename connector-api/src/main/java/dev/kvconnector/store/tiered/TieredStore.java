@@ -10,6 +10,7 @@ import dev.kvconnector.store.KVStore;
 import dev.kvconnector.store.PutOptions;
 import dev.kvconnector.store.StoreCapability;
 import dev.kvconnector.store.StoreClaim;
+import dev.kvconnector.store.StoreEvent;
 import dev.kvconnector.store.StoreEventListener;
 import dev.kvconnector.store.StoreSubscription;
 import dev.kvconnector.store.StoreUri;
@@ -18,6 +19,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
@@ -47,8 +49,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
  *       holds a pooled copy.</li>
  *   <li><b>During a write-back</b>, a reader of this store sees the first tier's value; a reader of a lower tier
  *       alone sees its previous value or a miss until the write-back lands; {@link #flush} waits for it.</li>
- *   <li><b>Events</b> ({@link StoreCapability#EVENTS}, when any tier tells them): each tier's, naming the tier, and a
- *       removal from the store as a whole once no tier holds the object (see {@link TieredEvents}).</li>
+ *   <li><b>Events</b> ({@link StoreCapability#EVENTS}, when any tier tells them): what is stored and removed through
+ *       this store, naming it; each tier's own, naming the tier; and a removal from the store as a whole once no
+ *       tier holds an object that left a tier otherwise (see {@link TieredEvents}).</li>
  * </ul>
  *
  * <p>Thread-safe. Steady-state reads and write-through puts allocate nothing beyond what the tiers allocate; a
@@ -65,7 +68,8 @@ public final class TieredStore implements KVStore {
     private final WriteBack writeBack;
     private final boolean backMode;
     private final AtomicBoolean closed = new AtomicBoolean();
-    private final List<StoreSubscription> subscriptions = new ArrayList<>();
+    /** Open event subscriptions; copy-on-write, so that a put or remove with none costs one array read. */
+    private final List<TieredEvents> subscriptions = new CopyOnWriteArrayList<>();
     private volatile ErrorHandler errors = ErrorHandler.LOGGING;
 
     private TieredStore(String uri, List<KVStore> tiers, TieredOptions options) {
@@ -141,6 +145,9 @@ public final class TieredStore implements KVStore {
             if (writeBack != null) {
                 writeBack.supersede(key, putOptions);
             }
+            if (stored) {
+                tell(StoreEvent.Type.STORED, key, value.byteSize());
+            }
             return stored;
         }
         if (!writeBack.reserve()) {
@@ -158,6 +165,9 @@ public final class TieredStore implements KVStore {
             } else {
                 writeBack.unreserve();
             }
+        }
+        if (stored) {
+            tell(StoreEvent.Type.STORED, key, value.byteSize());
         }
         return stored;
     }
@@ -301,6 +311,9 @@ public final class TieredStore implements KVStore {
         if (first != null) {
             throw first;
         }
+        if (existed) {
+            tell(StoreEvent.Type.REMOVED, key, -1);
+        }
         return existed;
     }
 
@@ -345,6 +358,9 @@ public final class TieredStore implements KVStore {
         }
         if (first != null) {
             throw first;
+        }
+        for (int k = 0; existed > 0 && k < count; k++) {
+            tell(StoreEvent.Type.REMOVED, keys[k], -1);
         }
         return existed;
     }
@@ -395,6 +411,9 @@ public final class TieredStore implements KVStore {
         try {
             visible = c.first.commit();
             stats[0].written(visible ? value.byteSize() : 0);
+            if (visible) {
+                tell(StoreEvent.Type.STORED, c.key, value.byteSize());
+            }
             if (!backMode && writeBack != null) {
                 writeBack.supersede(c.key, c.options);
             }
@@ -510,16 +529,15 @@ public final class TieredStore implements KVStore {
             throw KVException.of(ErrorCode.INVALID_ARGUMENT, "subscribe needs a listener and an error handler")
                     .store(uri).operation("subscribe").build();
         }
-        synchronized (subscriptions) {
-            TieredEvents events = TieredEvents.subscribe(uri, tiers, listener, handler, this::forget);
-            subscriptions.add(events);
-            return events;
-        }
+        TieredEvents events = TieredEvents.subscribe(uri, tiers, listener, handler, subscriptions::remove);
+        subscriptions.add(events);
+        return events;
     }
 
-    private void forget(StoreSubscription events) {
-        synchronized (subscriptions) {
-            subscriptions.remove(events);
+    /** Tells the subscribers that {@code key} was stored in, or removed from, this store through a call to it. */
+    private void tell(StoreEvent.Type type, String key, long bytes) {
+        for (TieredEvents e : subscriptions) {
+            e.tell(type, key, bytes);
         }
     }
 
@@ -585,11 +603,8 @@ public final class TieredStore implements KVStore {
         if (!closed.compareAndSet(false, true)) {
             return;
         }
-        List<StoreSubscription> open;
-        synchronized (subscriptions) {
-            open = List.copyOf(subscriptions);
-        }
-        open.forEach(StoreSubscription::close);
+        List<TieredEvents> open = List.copyOf(subscriptions);
+        open.forEach(TieredEvents::close);
         RuntimeException failure = null;
         if (writeBack != null) {
             writeBack.close(options.drainMillis());

@@ -56,12 +56,13 @@ class TieredEventsTest {
              StoreSubscription sub = store.subscribe(events::add, (w, f) -> failures.add(f))) {
             assertTrue(store.capabilities().contains(StoreCapability.EVENTS));
             store.put("k", Segments.random(arena, 500, 1), PutOptions.DEFAULT);
-            List<StoreEvent> stored = List.of(next(events), next(events));
-            // Each tier's events come from its own thread: the two stores in either order.
-            int ofA = stored.get(0).storeUri().equals(a.uri()) ? 0 : 1;
+            List<StoreEvent> stored = List.of(next(events), next(events), next(events));
+            // The put is told through the store at once; each tier's own come from its own thread, in either order.
+            assertEvent(stored.get(0), Type.STORED, store.uri(), "k");
+            assertEquals(500, stored.get(0).bytes());
+            int ofA = stored.get(1).storeUri().equals(a.uri()) ? 1 : 2;
             assertEvent(stored.get(ofA), Type.STORED, a.uri(), "k");
-            assertEvent(stored.get(1 - ofA), Type.STORED, b.uri(), "k");
-            assertEquals(500, stored.get(1).bytes());
+            assertEvent(stored.get(3 - ofA), Type.STORED, b.uri(), "k");
 
             assertTrue(a.remove("k"));
             assertEvent(next(events), Type.REMOVED, a.uri(), "k");
@@ -79,6 +80,23 @@ class TieredEventsTest {
             assertTrue(tier.isFollowedBy(whole));
         }
         assertEquals(List.of(), failures);
+    }
+
+    @Test
+    void aRemovalThroughTheStoreIsToldForTheWholeStoreWhateverTheTiersTellAndWhenever() throws Exception {
+        LinkedBlockingQueue<StoreEvent> events = new LinkedBlockingQueue<>();
+        try (TieredStore store = (TieredStore) KVStores.open("tiered:[memory:][" + shm("c") + "]?write=back");
+             Arena arena = Arena.ofConfined();
+             StoreSubscription sub = store.subscribe(events::add, (w, f) -> { })) {
+            store.put("k", Segments.random(arena, 100, 2), PutOptions.DEFAULT);
+            assertTrue(store.remove("k"));
+
+            StoreEvent e;
+            do {
+                e = next(events);
+            } while (e.type() != Type.REMOVED || !e.storeUri().equals(store.uri()));
+            assertEquals("k", e.key());
+        }
     }
 
     @Test
