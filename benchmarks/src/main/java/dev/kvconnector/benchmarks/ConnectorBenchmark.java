@@ -58,10 +58,11 @@ import org.openjdk.jmh.annotations.TearDown;
  * pass for a good number.
  *
  * <p>Tiers (issue 21: a drop-select that hits the local tier at most 1.1x the local store alone): run it with
- * {@code -p store='tiered:[shm:/kvc-bench-{unique}?capacity=4GiB][valkey://{redis}]?write=back'} beside
+ * {@code -p store='tiered:[shm:/kvc-bench-{unique}?capacity=4GiB][valkey://{redis}]'} beside
  * {@code -p store='shm:/kvc-bench-{unique}?capacity=4GiB'}; the tiered store reads every layer in place from
- * {@code shm:} and also removes from redis, one pipelined batch per layer. {@link TieredReadBenchmark#dropSelect}
- * has the remote-tier comparison.
+ * {@code shm:} and also removes from redis, one pipelined batch. Written through, so that no write-back of the
+ * untimed insert runs during the timed drop-select ({@code ?write=back} measures that contention too).
+ * {@link TieredReadBenchmark#dropSelect} has the remote-tier comparison.
  */
 @BenchmarkMode(Mode.SampleTime)
 @OutputTimeUnit(TimeUnit.MICROSECONDS)
