@@ -56,6 +56,13 @@ import org.openjdk.jmh.annotations.TearDown;
  *
  * <p>Every drop-select, timed or not, must return the whole request, or the trial fails: a miss is fast and would
  * pass for a good number.
+ *
+ * <p>Tiers (issue 21: a drop-select that hits the local tier at most 1.1x the local store alone): run it with
+ * {@code -p store='tiered:[shm:/kvc-bench-{unique}?capacity=4GiB][valkey://{redis}]'} beside
+ * {@code -p store='shm:/kvc-bench-{unique}?capacity=4GiB'}; the tiered store reads every layer in place from
+ * {@code shm:} and also removes from redis, one pipelined batch. Written through, so that no write-back of the
+ * untimed insert runs during the timed drop-select ({@code ?write=back} measures that contention too).
+ * {@link TieredReadBenchmark#dropSelect} has the remote-tier comparison.
  */
 @BenchmarkMode(Mode.SampleTime)
 @OutputTimeUnit(TimeUnit.MICROSECONDS)

@@ -289,8 +289,9 @@ final class ChunkObjectDropSession implements DropSession {
                 keys[k++] = objects.hiddenKey(c);
             }
         }
-        connector.removeOrKeep(keys, k, "drop-select", true);
-        connector.emitConsumed(geo, chunks);
+        if (connector.removeOrKeep(keys, k, "drop-select", true)) {
+            connector.emitConsumed(geo, chunks);
+        }
     }
 
     @Override

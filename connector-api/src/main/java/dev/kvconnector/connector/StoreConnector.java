@@ -25,6 +25,7 @@ import dev.kvconnector.store.KVStores;
 import dev.kvconnector.store.PutOptions;
 import dev.kvconnector.store.RegisteredMemory;
 import dev.kvconnector.store.StoreCapability;
+import dev.kvconnector.store.StoreSubscription;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -92,6 +93,9 @@ public final class StoreConnector implements KVStoreConnector {
     private final ErrorHandler errorHandler;
     /** Null without a listener, so the paths that emit test one field and allocate nothing. */
     private final KvEventEmitter events;
+    /** With a listener and a store that declares EVENTS: what the store tells, forwarded; else null. */
+    private final StoreEventForwarder storeEventForwarder;
+    private final StoreSubscription storeEvents;
     private volatile boolean closed;
     private volatile boolean warnedNoRemove;
 
@@ -120,6 +124,9 @@ public final class StoreConnector implements KVStoreConnector {
         this.keyContext = new KeyContext(b.modelId == null ? layout.name() : b.modelId, layout, b.tpRank, b.worldSize,
                 chunkTokens);
         this.dropMode = b.dropMode;
+        if (dropMode == DropMode.CONSUME) {
+            store.checkConsumeMode();
+        }
         this.putOptions = PutOptions.DEFAULT.withTtlMillis(b.ttlMillis);
         this.layerPutOptions = putOptions.withImmutable(scheme.contentAddressed());
         var caps = store.capabilities();
@@ -148,6 +155,14 @@ public final class StoreConnector implements KVStoreConnector {
                 chunkTokens, KvcV1KeyScheme.NAME.equals(scheme.name())
                         ? java.util.HexFormat.of().formatHex(KvcV1KeyScheme.rootHash(keyContext, null)) : null,
                 errorHandler);
+        if (ownsStore) {
+            store.errorHandler(errorHandler);
+        }
+        // Last, so that nothing after it can fail and leave the subscription open.
+        this.storeEventForwarder = events != null && caps.contains(StoreCapability.EVENTS)
+                ? new StoreEventForwarder(events, scheme, store.uri()) : null;
+        this.storeEvents = storeEventForwarder == null ? null
+                : store.subscribe(storeEventForwarder, (where, failure) -> onIoError(where, failure));
     }
 
     /** Starts a builder for a connector over {@code store} with {@code layout}; the caller closes the store. */
@@ -371,22 +386,34 @@ public final class StoreConnector implements KVStoreConnector {
     /**
      * Removes keys; a store without {@link StoreCapability#REMOVE} (an LMCache server, whose protocol has no delete)
      * keeps them until it evicts them, which is logged once rather than failing a read that already succeeded.
-     * Unmanifested objects stay invisible.
+     * Unmanifested objects stay invisible. A consuming removal that fails goes to the error handler instead of
+     * failing the drop-select, whose layers have already landed: the objects stay until the store evicts them.
+     *
+     * @return whether the objects were removed
      */
-    void removeOrKeep(String[] keys, int count, String op, boolean consumed) {
+    boolean removeOrKeep(String[] keys, int count, String op, boolean consumed) {
         if (!removes) {
             if (!warnedNoRemove) {
                 warnedNoRemove = true;
                 LOG.warn("{} cannot remove objects (it does not declare {}); after {} they stay until the store "
                         + "evicts them. Use DropMode.RETAIN with this store", store.uri(), StoreCapability.REMOVE, op);
             }
-            return;
+            return false;
         }
         if (consumed) {
-            store.removeConsumed(keys, count);
+            if (storeEventForwarder != null) {
+                storeEventForwarder.consuming(keys, count);
+            }
+            try {
+                store.removeConsumed(keys, count);
+            } catch (KVException e) {
+                onIoError("consume-mode removal of " + count + " objects after a complete drop-select from", e);
+                return false;
+            }
         } else {
             store.removeBatch(keys, count);
         }
+        return true;
     }
 
     /** The first {@code count} chunks of {@code geo} were committed: a stored event each, when listened to. */
@@ -396,9 +423,9 @@ public final class StoreConnector implements KVStoreConnector {
         }
     }
 
-    /** The first {@code count} chunks of {@code geo} were consumed; an event each when the store removed them. */
+    /** The first {@code count} chunks of {@code geo} were consumed and removed: an event each. */
     void emitConsumed(ChunkGeometry geo, int count) {
-        if (events != null && removes) {
+        if (events != null) {
             events.removed(geo.chunks, count, RemovalReason.CONSUMED);
         }
     }
@@ -435,6 +462,9 @@ public final class StoreConnector implements KVStoreConnector {
             return;
         }
         closed = true;
+        if (storeEvents != null) {
+            storeEvents.close();
+        }
         io.shutdown();
         try {
             if (!io.awaitTermination(layerTimeoutMillis + 30_000, TimeUnit.MILLISECONDS)) {

@@ -449,8 +449,9 @@ final class StoreDropSession implements DropSession {
                 keys[k++] = objects.layerKey(c, l);
             }
         }
-        connector.removeOrKeep(keys, k, "drop-select", true);
-        connector.emitConsumed(geo, chunks);
+        if (connector.removeOrKeep(keys, k, "drop-select", true)) {
+            connector.emitConsumed(geo, chunks);
+        }
     }
 
     @Override

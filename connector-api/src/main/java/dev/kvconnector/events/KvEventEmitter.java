@@ -57,6 +57,19 @@ public final class KvEventEmitter {
         }
     }
 
+    /** The chunk {@code chunkHash} left the store for {@code reason}, as the store told it. */
+    public synchronized void removed(String chunkHash, RemovalReason reason) {
+        deliver(new KvEvent.Removed(source.epoch(), next++, source.instance(), source.storeUri(), chunkHash, reason));
+    }
+
+    /**
+     * Skips a sequence number: events about the store were lost before they reached this emitter (the store's own
+     * subscription had a gap), so the listener sees a gap and resynchronises.
+     */
+    public synchronized void gap() {
+        next++;
+    }
+
     /** A drop-select of a request starting with {@code firstChunk} (null for none) missed for {@code reason}. */
     public synchronized void loadFailed(ChunkKeys firstChunk, MissReason reason, int requestedTokens) {
         deliver(new KvEvent.LoadFailed(source.epoch(), next++, source.instance(), source.storeUri(),

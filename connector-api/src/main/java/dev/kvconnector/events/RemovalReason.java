@@ -4,7 +4,7 @@ package dev.kvconnector.events;
 public enum RemovalReason {
     /** A drop-select in consume mode loaded it and removed it. */
     CONSUMED,
-    /** The store evicted it to make room. */
+    /** The store evicted it to make room (told by stores that declare {@code StoreCapability.EVENTS}). */
     EVICTED,
     /** Its time to live ran out. */
     EXPIRED,

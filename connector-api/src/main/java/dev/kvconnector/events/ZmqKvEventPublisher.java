@@ -32,7 +32,8 @@ import org.zeromq.ZMsg;
  *
  * <p>{@link #onEvent} never blocks: it offers the event to a bounded queue. When the queue is full the event is
  * dropped and counted, and the next message skips a sequence number, so every subscriber sees the gap and asks for
- * the snapshot. One thread ({@code kvconnector-kv-events}) batches what is queued (up to a millisecond's worth),
+ * the snapshot. The same happens when the connector's events themselves skip ahead a number (the store's own
+ * events, which the connector forwards, had a gap). One thread ({@code kvconnector-kv-events}) batches what is queued (up to a millisecond's worth),
  * sends it and serves replays; ZMQ sockets are touched by that thread only. After {@value #HEARTBEAT_MILLIS} ms
  * without events it sends an empty batch (numbered like any other; vLLM's subscribers read it as a batch of no
  * events), so a subscriber that hears nothing for longer knows its connection, not the engine, went quiet.
@@ -71,6 +72,9 @@ public final class ZmqKvEventPublisher implements KvEventListener, AutoCloseable
     private volatile boolean running = true;
     private long nextSequence;
     private long lastSentNanos = System.nanoTime();
+    /** The last event offered, to see the connector's gaps; guarded by the connector's emitter, which calls in turn. */
+    private long lastEpoch;
+    private long lastEventSequence;
 
     private record Sent(long sequence, byte[] payload) {
     }
@@ -169,6 +173,11 @@ public final class ZmqKvEventPublisher implements KvEventListener, AutoCloseable
 
     @Override
     public void onEvent(KvEvent event) {
+        if (event.epoch() == lastEpoch && event.sequence() > lastEventSequence + 1) {
+            lost.set(true);
+        }
+        lastEpoch = event.epoch();
+        lastEventSequence = event.sequence();
         if (!queue.offer(event)) {
             dropped.increment();
             lost.set(true);

@@ -39,6 +39,15 @@ public interface KeyScheme {
         return List.of();
     }
 
+    /**
+     * The hash of the chunk that the object under {@code key} belongs to, lower-case hex as
+     * {@link ChunkKeys#hashHex()}, or null when the key is not this scheme's or does not name its chunk. A
+     * connector uses it to turn a store's events about objects into events about chunks. Default null.
+     */
+    default String chunkHashOf(String key) {
+        return null;
+    }
+
     /** Computes every key of {@code request}. */
     KeyPlan plan(KeyContext context, RequestTokens request);
 }

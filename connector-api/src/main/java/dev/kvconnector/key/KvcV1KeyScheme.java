@@ -56,6 +56,24 @@ public final class KvcV1KeyScheme implements KeyScheme {
         return NAME;
     }
 
+    /** The {@code X} of a key {@code kvc1:{X}:...} (layer, hidden states or manifest), or null for any other key. */
+    @Override
+    public String chunkHashOf(String key) {
+        int open = KEY_PREFIX.length();
+        int close = open + 1 + 64;
+        if (key == null || key.length() < close + 2 || !key.startsWith(KEY_PREFIX) || key.charAt(open) != '{'
+                || key.charAt(close) != '}' || key.charAt(close + 1) != ':') {
+            return null;
+        }
+        for (int i = open + 1; i < close; i++) {
+            char c = key.charAt(i);
+            if ((c < '0' || c > '9') && (c < 'a' || c > 'f')) {
+                return null;
+            }
+        }
+        return key.substring(open + 1, close);
+    }
+
     /** True: a layer key binds the model, the layout, the rank and every token of the prefix up to its chunk. */
     @Override
     public boolean contentAddressed() {

@@ -1,6 +1,7 @@
 package dev.kvconnector.store;
 
 import dev.kvconnector.error.ErrorCode;
+import dev.kvconnector.error.ErrorHandler;
 import dev.kvconnector.error.KVException;
 import java.lang.foreign.MemorySegment;
 import java.util.Set;
@@ -149,6 +150,37 @@ public interface KVStore extends AutoCloseable {
      */
     default int removeConsumed(String[] keys, int count) {
         return removeBatch(keys, count);
+    }
+
+    /**
+     * Subscribes {@code listener} to this store's events: from now on it hears of every object stored, removed,
+     * evicted or expired in the store, by this process or (for a shared store) any other, on a thread of the
+     * subscription's own, in order. Events from before the call are not replayed.
+     *
+     * @param errors receives what fails on the subscription's thread: a listener that threw, a lost connection
+     * @return the subscription, to close when done (the store's close closes it too)
+     * @throws KVException {@code UNSUPPORTED} from a store that does not declare {@link StoreCapability#EVENTS};
+     *     {@code CLOSED}
+     */
+    default StoreSubscription subscribe(StoreEventListener listener, ErrorHandler errors) {
+        throw unsupported(StoreCapability.EVENTS, "subscribe");
+    }
+
+    /**
+     * Where this store reports the failures it absorbs instead of throwing them (a lower tier of a {@code tiered:}
+     * store that is down while the first tier serves the call) and those on threads of its own. By default a store
+     * logs them ({@link ErrorHandler#LOGGING}); a store that never absorbs a failure ignores this.
+     */
+    default void errorHandler(ErrorHandler handler) {
+    }
+
+    /**
+     * Checks, before any request, that readers may remove what they read (a consume-mode drop-select) from this
+     * store: a store whose configuration contradicts it (a {@code tiered:} store none of whose tiers can remove)
+     * throws {@code INVALID_CONFIG} naming why. By default nothing: a store without {@link StoreCapability#REMOVE}
+     * keeps consumed objects until it evicts them, which the connector logs once.
+     */
+    default void checkConsumeMode() {
     }
 
     /** Checks that the store is reachable and healthy, and describes what was checked. Throws when it is not. */

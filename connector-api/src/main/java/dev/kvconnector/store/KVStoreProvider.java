@@ -14,6 +14,16 @@ public interface KVStoreProvider {
     KVStore open(StoreUri uri);
 
     /**
+     * What identifies the store that {@code uri} names, without opening it, so that a store over other stores can
+     * refuse one store named twice: two URIs of this provider with equal identities name the same store, whatever
+     * options that do not pick the store they differ in; null means every open makes a store of its own
+     * ({@code memory:}). By default the scheme, the hosts and the path.
+     */
+    default String storeIdentity(StoreUri uri) {
+        return uri.scheme() + "://" + uri.hosts() + uri.path();
+    }
+
+    /**
      * Whether this provider's stores are built over other stores, named as bracketed inner URIs
      * ({@link StoreUri#nested()}, as in {@code tiered:[shm:/kv][valkey://h:6379]}). {@link KVStores#open} refuses
      * inner URIs for every other provider, so that they are never silently ignored.

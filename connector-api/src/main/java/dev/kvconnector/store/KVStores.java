@@ -40,6 +40,15 @@ public final class KVStores {
         return p.open(parsed);
     }
 
+    /**
+     * What identifies the store {@code uri} names ({@link KVStoreProvider#storeIdentity}), or null when every open
+     * of it is a store of its own; for a scheme no provider handles, the default identity.
+     */
+    public static String storeIdentity(StoreUri uri) {
+        KVStoreProvider p = providers().get(uri.scheme());
+        return p != null ? p.storeIdentity(uri) : uri.scheme() + "://" + uri.hosts() + uri.path();
+    }
+
     /** Every scheme on the class path, mapped to its provider. */
     public static Map<String, KVStoreProvider> providers() {
         Map<String, KVStoreProvider> byScheme = new TreeMap<>();

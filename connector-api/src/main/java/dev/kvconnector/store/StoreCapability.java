@@ -43,6 +43,13 @@ public enum StoreCapability {
     NATIVE_TTL,
     /** Overrides the batch operations with something faster than a loop (one round trip, one call). */
     BATCH,
+    /**
+     * Implements {@link KVStore#subscribe}: the store tells its subscribers what it stores and what leaves it, and
+     * why ({@link StoreEvent.Type}: removed, evicted, expired), including changes made by other processes or clients
+     * where the store is shared, numbered so that a subscriber sees a gap. {@code shm:} reads them from an event
+     * ring in its file; {@code valkey://} from the server's keyspace notifications (when the server has them on).
+     */
+    EVENTS,
     /** Different processes opening the same URI see the same objects. */
     SHARED_ACROSS_PROCESSES,
     /**

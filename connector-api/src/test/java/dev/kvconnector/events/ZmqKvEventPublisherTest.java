@@ -127,4 +127,26 @@ class ZmqKvEventPublisherTest {
             assertTrue(gap, "no sequence number was skipped after " + pub.droppedEvents() + " drops");
         }
     }
+
+    @Test
+    void anEventThatSkipsAheadOfTheConnectorsNumbersMakesTheNextMessageSkipOneToo() throws Exception {
+        try (ZmqKvEventPublisher pub = ZmqKvEventPublisher.bind("tcp://127.0.0.1:0", null);
+             ZmqKvEventSubscriber sub = new ZmqKvEventSubscriber("e", pub.publishEndpoint(), null, "kv")) {
+            long seq = next(sub, pub, stored(0)).sequence();
+            while (sub.receive(100) != null) {
+                seq++;
+            }
+            pub.onEvent(stored(1));
+            KvEventBatch contiguous = sub.receive(2_000);
+            pub.onEvent(stored(3));
+            KvEventBatch afterGap = sub.receive(2_000);
+
+            assertNotNull(contiguous);
+            assertNotNull(afterGap);
+            assertEquals(1, contiguous.events().size(), "a heartbeat came between: " + contiguous);
+            assertEquals(seq + 1, contiguous.sequence(), "a contiguous event made the message skip");
+            assertEquals(contiguous.sequence() + 2, afterGap.sequence(), "the connector's gap was not passed on");
+            assertEquals(0, pub.droppedEvents());
+        }
+    }
 }

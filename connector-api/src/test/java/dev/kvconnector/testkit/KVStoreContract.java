@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.kvconnector.error.ErrorCode;
+import dev.kvconnector.error.ErrorHandler;
 import dev.kvconnector.error.KVException;
 import dev.kvconnector.store.ClaimResult;
 import dev.kvconnector.store.GetResult;
@@ -14,6 +15,8 @@ import dev.kvconnector.store.KVStore;
 import dev.kvconnector.store.PutOptions;
 import dev.kvconnector.store.StoreCapability;
 import dev.kvconnector.store.StoreClaim;
+import dev.kvconnector.store.StoreEvent;
+import dev.kvconnector.store.StoreSubscription;
 import dev.kvconnector.store.StoreView;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -21,9 +24,11 @@ import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
@@ -37,9 +42,9 @@ import org.junit.jupiter.api.Test;
  * test, so stores backed by a long-running server need no cleaning between tests.
  *
  * <p>Cases for an optional capability ({@link StoreCapability#REMOVE}, {@link StoreCapability#CLAIM},
- * {@link StoreCapability#VIEW}) run when the store declares it and are skipped otherwise; a store that lacks
- * {@code REMOVE} must refuse removes with {@code UNSUPPORTED}, and one that lacks {@code CLAIM} or {@code VIEW}
- * must refuse those calls the same way.
+ * {@link StoreCapability#VIEW}, {@link StoreCapability#EVENTS}) run when the store declares it and are skipped
+ * otherwise; a store that lacks {@code REMOVE} must refuse removes with {@code UNSUPPORTED}, and one that lacks
+ * {@code CLAIM}, {@code VIEW} or {@code EVENTS} must refuse those calls the same way.
  */
 public abstract class KVStoreContract {
     /** The store under test. */
@@ -218,6 +223,44 @@ public abstract class KVStoreContract {
         if (!declares(StoreCapability.VIEW)) {
             assertEquals(ErrorCode.UNSUPPORTED, assertThrows(KVException.class, store::newView).code());
         }
+    }
+
+    @Test
+    void eventsTellThatAKeyWasStoredThenThatItLeftTheStore() throws InterruptedException {
+        assumeTrue(declares(StoreCapability.EVENTS), "the store does not declare EVENTS");
+        LinkedBlockingQueue<StoreEvent> events = new LinkedBlockingQueue<>();
+        List<Throwable> failures = new CopyOnWriteArrayList<>();
+        String k = key("ev");
+        try (StoreSubscription s = store.subscribe(events::add, (where, f) -> failures.add(f))) {
+            store.put(k, Segments.random(arena, 100, 9), PutOptions.DEFAULT);
+            assertTrue(store.remove(k));
+            List<StoreEvent> mine = new ArrayList<>();
+            StoreEvent e;
+            do {
+                e = events.poll(10, TimeUnit.SECONDS);
+                assertTrue(e != null, "no removal of " + k + " naming " + store.uri() + " within 10 s; got " + mine);
+                if (e.key().equals(k)) {
+                    mine.add(e);
+                }
+            } while (!e.key().equals(k) || e.type() != StoreEvent.Type.REMOVED || !e.storeUri().equals(store.uri()));
+            // A store of parts (tiered:) may tell a store only where a part tells it; told, it comes first.
+            assertTrue(mine.get(0).type() == StoreEvent.Type.STORED || mine.size() == 1, mine.toString());
+            for (StoreEvent told : mine) {
+                assertTrue(told.type() != StoreEvent.Type.STORED || told.bytes() == 100 || told.bytes() == -1,
+                        mine.toString());
+            }
+            for (int i = 1; i < mine.size(); i++) {
+                assertTrue(mine.get(i).sequence() > mine.get(i - 1).sequence(), mine.toString());
+            }
+        }
+        assertEquals(List.of(), failures);
+    }
+
+    @Test
+    void subscribeWithoutTheEventsCapabilityIsUnsupported() {
+        assumeTrue(!declares(StoreCapability.EVENTS), "the store declares EVENTS");
+        assertEquals(ErrorCode.UNSUPPORTED, assertThrows(KVException.class,
+                () -> store.subscribe(e -> { }, ErrorHandler.LOGGING)).code());
     }
 
     @Test
@@ -513,6 +556,10 @@ public abstract class KVStoreContract {
         assertEquals(ErrorCode.CLOSED, assertThrows(KVException.class, () -> store.remove(key("x"))).code());
         if (declares(StoreCapability.CLAIM)) {
             assertEquals(ErrorCode.CLOSED, assertThrows(KVException.class, store::newClaim).code());
+        }
+        if (declares(StoreCapability.EVENTS)) {
+            assertEquals(ErrorCode.CLOSED, assertThrows(KVException.class,
+                    () -> store.subscribe(e -> { }, ErrorHandler.LOGGING)).code());
         }
     }
 

@@ -62,6 +62,7 @@ public final class LeakCheck implements BeforeEachCallback, AfterEachCallback {
     static final List<String> OWNED_THREAD_PREFIXES = List.of(
             "kvconnector-io-",     // connector-api StoreConnector: the I/O pool
             "kvconnector-kv-",     // connector-api ZmqKvEventPublisher; proxy's KV event feeds
+            "kvconnector-events-", // store event subscriptions: shm: (ShmSubscription), valkey:// (notifications)
             "reaper-",             // jeromq ZContext (a KV event publisher or subscriber left open)
             "iothread-",           // jeromq ZContext
             "kvc-resp-watchdog-",  // connector-valkey ConnectionPool

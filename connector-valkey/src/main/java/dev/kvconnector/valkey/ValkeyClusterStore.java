@@ -1,10 +1,13 @@
 package dev.kvconnector.valkey;
 
 import dev.kvconnector.error.ErrorCode;
+import dev.kvconnector.error.ErrorHandler;
 import dev.kvconnector.error.KVException;
 import dev.kvconnector.store.KVStore;
 import dev.kvconnector.store.PutOptions;
 import dev.kvconnector.store.StoreCapability;
+import dev.kvconnector.store.StoreEventListener;
+import dev.kvconnector.store.StoreSubscription;
 import dev.kvconnector.store.StoreUri;
 import dev.kvconnector.valkey.resp.RespReader;
 import dev.kvconnector.valkey.resp.RespSettings;
@@ -272,6 +275,22 @@ public final class ValkeyClusterStore implements KVStore {
     public Set<StoreCapability> capabilities() {
         return EnumSet.of(StoreCapability.NATIVE_TTL, StoreCapability.BATCH, StoreCapability.SHARED_ACROSS_PROCESSES,
                 StoreCapability.REMOVE);
+    }
+
+    /**
+     * Not supported: a cluster's keyspace notifications are per node, told only to clients of the node whose slot
+     * changed, and following the masters through failovers and slot migrations is not built. {@code EVENTS} is not
+     * declared, so a connector does not ask.
+     *
+     * @throws KVException {@code UNSUPPORTED}, saying so and what to do instead
+     */
+    @Override
+    public StoreSubscription subscribe(StoreEventListener listener, ErrorHandler errors) {
+        throw KVException.of(ErrorCode.UNSUPPORTED, "valkey+cluster:// does not subscribe to keyspace "
+                        + "notifications: a cluster tells them per node, and following its masters through failovers "
+                        + "is not built").store(uri.masked()).operation("subscribe")
+                .hint("subscribe to each master with valkey://host:port (the events of the slots it holds), or run "
+                        + "without store events; a KV index then learns of evictions as misses").build();
     }
 
     @Override

@@ -1,11 +1,15 @@
 package dev.kvconnector.valkey;
 
 import dev.kvconnector.error.ErrorCode;
+import dev.kvconnector.error.ErrorHandler;
 import dev.kvconnector.error.KVException;
 import dev.kvconnector.store.KVStore;
 import dev.kvconnector.store.PutOptions;
 import dev.kvconnector.store.StoreCapability;
+import dev.kvconnector.store.StoreEventListener;
+import dev.kvconnector.store.StoreSubscription;
 import dev.kvconnector.store.StoreUri;
+import dev.kvconnector.store.SubscriptionThread;
 import dev.kvconnector.valkey.resp.ConnectionPool;
 import dev.kvconnector.valkey.resp.Endpoint;
 import dev.kvconnector.valkey.resp.RespConnection;
@@ -13,6 +17,7 @@ import dev.kvconnector.valkey.resp.RespReader;
 import dev.kvconnector.valkey.resp.RespSettings;
 import dev.kvconnector.valkey.resp.RespWriter;
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.HashSet;
 import java.util.List;
@@ -44,6 +49,9 @@ import org.slf4j.LoggerFactory;
  * on every get. size is STRLEN and EXISTS pipelined in one round trip (STRLEN alone answers 0 for a missing
  * key); remove is UNLINK, which frees large values off the server's main thread. Batches are pipelined: every
  * command in one flush, then every reply in order.
+ *
+ * <p>Events ({@link StoreCapability#EVENTS}, {@link #subscribe}): the server's keyspace notifications, when its
+ * {@code notify-keyspace-events} has them on; {@link ValkeySubscription} says which and what happens when not.
  *
  * <p>Over 400 lines because each KVStore operation is its own RESP command sequence with its reply checks (single and
  * pipelined batches, TTL); the protocol itself lives in {@code resp/}.
@@ -92,10 +100,14 @@ public final class ValkeyStore implements KVStore {
     private final String maxmemoryPolicy;
     private final int protocol;
     private final boolean clusterNode;
+    private final RespSettings settings;
+    /** Open event subscriptions, closed with the store; guarded by itself. */
+    private final List<ValkeySubscription> subscriptions = new ArrayList<>();
 
     private ValkeyStore(StoreUri uri, Endpoint endpoint, ConnectionPool pool, long defaultTtlMillis,
-                        ServerLimits limits, boolean clusterNode) {
+                        ServerLimits limits, boolean clusterNode, RespSettings settings) {
         this.uri = uri;
+        this.settings = settings;
         this.endpoint = endpoint;
         this.pool = pool;
         this.defaultTtlMillis = defaultTtlMillis;
@@ -164,7 +176,8 @@ public final class ValkeyStore implements KVStore {
             if (warning != null) {
                 LOG.warn(warning);
             }
-            return new ValkeyStore(uri, endpoint, pool, uri.durationMillisParam("ttl", 0), limits, clusterNode);
+            return new ValkeyStore(uri, endpoint, pool, uri.durationMillisParam("ttl", 0), limits, clusterNode,
+                    settings);
         } catch (RuntimeException e) {
             pool.close();
             throw e;
@@ -275,7 +288,39 @@ public final class ValkeyStore implements KVStore {
     @Override
     public Set<StoreCapability> capabilities() {
         return EnumSet.of(StoreCapability.NATIVE_TTL, StoreCapability.BATCH, StoreCapability.SHARED_ACROSS_PROCESSES,
-                StoreCapability.REMOVE);
+                StoreCapability.REMOVE, StoreCapability.EVENTS);
+    }
+
+    /**
+     * Subscribes {@code listener} to the server's keyspace notifications of this store's database, on a connection
+     * and a thread of its own ({@code kvconnector-events-valkey-N}); returns once that connection is subscribed, or
+     * failed to be (within connect-timeout and timeout; a server that is down is reported to {@code errors} and
+     * retried in the background, never thrown). Logs a warning naming the server and the
+     * {@code CONFIG SET notify-keyspace-events} to run when the server has them off.
+     */
+    @Override
+    public StoreSubscription subscribe(StoreEventListener listener, ErrorHandler errors) {
+        if (pool.isClosed()) {
+            throw KVException.of(ErrorCode.CLOSED, "the store was closed").store(uri.masked()).operation("subscribe")
+                    .build();
+        }
+        if (listener == null || errors == null) {
+            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "subscribe needs a listener and an error handler")
+                    .store(uri.masked()).operation("subscribe").build();
+        }
+        ValkeySubscription s = new ValkeySubscription(uri.masked(), endpoint, settings, listener, errors,
+                this::forget);
+        synchronized (subscriptions) {
+            subscriptions.add(s);
+        }
+        s.start();
+        return s;
+    }
+
+    private void forget(SubscriptionThread s) {
+        synchronized (subscriptions) {
+            subscriptions.remove(s);
+        }
     }
 
     /** The largest value this store accepts, in bytes: the server's {@code proto-max-bulk-len}. */
@@ -543,6 +588,11 @@ public final class ValkeyStore implements KVStore {
 
     @Override
     public void close() {
+        List<ValkeySubscription> open;
+        synchronized (subscriptions) {
+            open = List.copyOf(subscriptions);
+        }
+        open.forEach(ValkeySubscription::close);
         pool.close();
     }
 

@@ -3,7 +3,9 @@ package dev.kvconnector.valkey;
 import dev.kvconnector.store.KVStore;
 import dev.kvconnector.store.KVStoreProvider;
 import dev.kvconnector.store.StoreUri;
+import java.util.Locale;
 import java.util.Set;
+import java.util.TreeSet;
 
 /**
  * Opens {@link ValkeyStore}s for {@code valkey://} URIs and their alias {@code redis://}, and for their TLS
@@ -25,5 +27,20 @@ public final class ValkeyStoreProvider implements KVStoreProvider {
     @Override
     public KVStore open(StoreUri uri) {
         return uri.scheme().endsWith("+cluster") ? ValkeyClusterStore.open(uri) : ValkeyStore.open(uri);
+    }
+
+    /**
+     * The server and database, whichever alias and options name them ({@code redis://h} and {@code valkey://h:6379/0}
+     * are one store); for a cluster, its seed nodes, in any order (two lists of different nodes of one cluster are not
+     * told apart without connecting).
+     */
+    @Override
+    public String storeIdentity(StoreUri uri) {
+        TreeSet<String> nodes = new TreeSet<>();
+        for (StoreUri.HostPort hp : uri.hosts()) {
+            nodes.add(hp.host().toLowerCase(Locale.ROOT) + ":" + (hp.port() < 0 ? ValkeyStore.DEFAULT_PORT : hp.port()));
+        }
+        String db = uri.path().isEmpty() || uri.path().equals("/") ? "/0" : uri.path();
+        return (uri.scheme().endsWith("+cluster") ? "valkey+cluster://" : "valkey://") + String.join(",", nodes) + db;
     }
 }

@@ -82,9 +82,10 @@ abstract class AbstractValkeyStoreTest {
     }
 
     @Test
-    void declaresTtlBatchSharingAndRemove() {
+    void declaresTtlBatchSharingRemoveAndEvents() {
         assertEquals(java.util.Set.of(StoreCapability.NATIVE_TTL, StoreCapability.BATCH,
-                StoreCapability.SHARED_ACROSS_PROCESSES, StoreCapability.REMOVE), store.capabilities());
+                StoreCapability.SHARED_ACROSS_PROCESSES, StoreCapability.REMOVE, StoreCapability.EVENTS),
+                store.capabilities());
     }
 
     @ParameterizedTest

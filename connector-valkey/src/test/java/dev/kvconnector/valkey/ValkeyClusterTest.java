@@ -2,12 +2,17 @@ package dev.kvconnector.valkey;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.kvconnector.error.ErrorCode;
+import dev.kvconnector.error.ErrorHandler;
+import dev.kvconnector.error.KVException;
 import dev.kvconnector.store.GetResult;
 import dev.kvconnector.store.KVStore;
 import dev.kvconnector.store.KVStores;
 import dev.kvconnector.store.PutOptions;
+import dev.kvconnector.store.StoreCapability;
 import dev.kvconnector.valkey.testing.RedisCluster;
 import dev.kvconnector.valkey.testing.RedisServerProcess;
 import dev.kvconnector.valkey.testing.Segments;
@@ -176,6 +181,17 @@ class ValkeyClusterTest {
             assertTrue(store.put(key, v.asSlice(0, 10), PutOptions.DEFAULT));
             assertEquals(10, store.size(key));
             assertEquals(":1", target.command("EXISTS", key), "the value lives on the new owner");
+        }
+    }
+
+    @Test
+    void aClusterDoesNotSubscribeToKeyspaceNotificationsAndSaysWhatToDoInstead() {
+        try (KVStore store = KVStores.open(uri())) {
+            assertFalse(store.capabilities().contains(StoreCapability.EVENTS));
+            KVException e = assertThrows(KVException.class, () -> store.subscribe(ev -> { }, ErrorHandler.LOGGING));
+            assertEquals(ErrorCode.UNSUPPORTED, e.code());
+            assertTrue(e.getMessage().contains("per node") && e.hint().contains("valkey://host:port"),
+                    e.getMessage() + " / " + e.hint());
         }
     }
 }

@@ -7,13 +7,13 @@ import dev.kvconnector.valkey.testing.RedisServerProcess;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 
-/** The shared {@link KVStoreContract} over a real redis-server, one per class. */
+/** The shared {@link KVStoreContract} over a real redis-server, one per class, with keyspace notifications on. */
 class ValkeyStoreContractTest extends KVStoreContract {
     private static RedisServerProcess server;
 
     @BeforeAll
     static void startServer() {
-        server = RedisServerProcess.start();
+        server = RedisServerProcess.start("--notify-keyspace-events", "KEA");
     }
 
     @AfterAll

@@ -18,7 +18,9 @@ import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import org.HdrHistogram.Histogram;
@@ -63,8 +65,10 @@ final class BenchCommand implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
         Map<String, Object> report = new LinkedHashMap<>();
-        Path shmFile = shmFile(store.uri);
-        boolean shmFileExisted = shmFile != null && Files.exists(shmFile);
+        Map<Path, Boolean> shmFiles = new LinkedHashMap<>();
+        for (Path f : shmFiles(StoreUri.parse(store.uri))) {
+            shmFiles.put(f, Files.exists(f));
+        }
         try (KVStore s = KVStores.open(store.uri);
              TransferWorkload w = new TransferWorkload(s, layout, tokens, !layersOnly, !noChecksums)) {
             out.printf("kvctl bench: %s, %d tokens, %d layers x %.2f MiB per layer, store %s%n", layout.name(), tokens,
@@ -135,9 +139,7 @@ final class BenchCommand implements Callable<Integer> {
             report.put("request_p99_ns", request.getValueAtPercentile(99));
             report.put("server_hint", hint);
         } finally {
-            if (shmFile != null) {
-                cleanUpShm(shmFile, shmFileExisted, out);
-            }
+            shmFiles.forEach((file, existed) -> cleanUpShm(file, existed, out));
         }
         if (json != null) {
             ObjectMapper mapper = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
@@ -155,14 +157,20 @@ final class BenchCommand implements Callable<Integer> {
         return 0;
     }
 
-    /** The file an {@code shm:} store lives in (as {@code ShmStore} names it), or null for other stores. */
-    private static Path shmFile(String uri) {
-        StoreUri u = StoreUri.parse(uri);
-        if (!u.scheme().equals("shm")) {
-            return null;
+    /**
+     * The files the {@code shm:} stores of {@code u} live in (as {@code ShmStore} names them): its own, or those of
+     * its inner stores ({@code tiered:[shm:/kv][...]}); none for other stores.
+     */
+    private static List<Path> shmFiles(StoreUri u) {
+        List<Path> files = new ArrayList<>();
+        for (String inner : u.nested()) {
+            files.addAll(shmFiles(StoreUri.parse(inner)));
         }
-        String name = u.path().startsWith("/") ? u.path().substring(1) : u.path();
-        return Path.of(u.param("dir") == null ? ShmStore.DEFAULT_DIR : u.param("dir")).resolve(name);
+        if (u.scheme().equals("shm")) {
+            String name = u.path().startsWith("/") ? u.path().substring(1) : u.path();
+            files.add(Path.of(u.param("dir") == null ? ShmStore.DEFAULT_DIR : u.param("dir")).resolve(name));
+        }
+        return files;
     }
 
     /**

@@ -268,4 +268,17 @@ class KvctlTest {
         assertTrue(kept.out().contains("kept the shm store's file " + dir.resolve(name)), kept.out());
         assertTrue(Files.exists(dir.resolve(name)));
     }
+
+    @Test
+    void benchRunsOverATieredStoreAndRemovesTheShmTiersFile(@TempDir Path dir) {
+        String name = "kvctl-bench-tiered-" + ProcessHandle.current().pid();
+        String uri = "tiered:[shm:/" + name + "?capacity=32MiB&dir=" + dir + "][memory:?capacity=32MiB]?write=back";
+        Run r = kvctl("bench", "--store", uri, "--model", "qwen2.5-0.5b", "--tokens", "64", "--iterations", "2",
+                "--warmup", "1");
+
+        assertEquals(0, r.code(), r.out() + r.err());
+        assertTrue(r.out().contains("store tiered:[shm:/" + name) && r.out().contains("drop-select"), r.out());
+        assertTrue(r.out().contains("removed the shm store's file " + dir.resolve(name)), r.out());
+        assertTrue(Files.notExists(dir.resolve(name)));
+    }
 }

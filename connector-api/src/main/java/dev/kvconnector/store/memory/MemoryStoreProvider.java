@@ -16,4 +16,10 @@ public final class MemoryStoreProvider implements KVStoreProvider {
     public KVStore open(StoreUri uri) {
         return MemoryStore.open(uri);
     }
+
+    /** None: every open of {@code memory:} is a store of its own, whatever its options. */
+    @Override
+    public String storeIdentity(StoreUri uri) {
+        return null;
+    }
 }

@@ -8,23 +8,26 @@ import java.lang.foreign.MemorySegment;
  * CLOCK eviction, the store's approximation of LRU: a hand in the header sweeps the entry table; a committed entry
  * read since the hand last passed (its referenced mark set) gets a second chance, an expired one does not, and a
  * leased one is never taken. On the way the hand frees what no one can read any more: retired entries no lease
- * names, and unfinished puts of dead processes. Runs under the store lock.
+ * names, and unfinished puts of dead processes. An entry it takes is told to the event ring as evicted, or expired
+ * when its time was up. Runs under the store lock.
  */
 final class ClockEviction {
     private final EntryTable entries;
     private final LeaseTable leases;
     private final ShmIndex index;
+    private final EventRing events;
     private final ShmSpace space;
     private final MemorySegment map;
     private final boolean evictLive;
 
     /** @param evictLive false for {@code eviction=refuse}: only dead, expired and removed entries are freed */
-    ClockEviction(MemorySegment map, EntryTable entries, LeaseTable leases, ShmIndex index, ShmSpace space,
-                  boolean evictLive) {
+    ClockEviction(MemorySegment map, EntryTable entries, LeaseTable leases, ShmIndex index, EventRing events,
+                  ShmSpace space, boolean evictLive) {
         this.map = map;
         this.entries = entries;
         this.leases = leases;
         this.index = index;
+        this.events = events;
         this.space = space;
         this.evictLive = evictLive;
     }
@@ -71,6 +74,7 @@ final class ClockEviction {
                     return false;
                 }
                 index.remove(e);
+                events.transmit(expired ? ShmLayout.EVENT_EXPIRED : ShmLayout.EVENT_EVICTED, e);
                 return space.retire(e);
             }
             default -> {

@@ -21,6 +21,7 @@ import java.nio.file.attribute.PosixFilePermissions;
 import java.util.EnumSet;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.ThreadLocalRandom;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -194,6 +195,10 @@ final class ShmFile implements AutoCloseable {
         m.set(ValueLayout.JAVA_LONG, H_INDEX_OFFSET, lay.indexOffset());
         m.set(ValueLayout.JAVA_LONG, H_ENTRY_OFFSET, lay.entryOffset());
         m.set(ValueLayout.JAVA_LONG, H_PAYLOAD_OFFSET, lay.payloadOffset());
+        m.set(ValueLayout.JAVA_LONG, H_RING_OFFSET, lay.ringOffset());
+        m.set(ValueLayout.JAVA_LONG, H_RING_BYTES, lay.ringBytes());
+        m.set(ValueLayout.JAVA_LONG, H_EVENT_EPOCH, (System.currentTimeMillis() << 12)
+                | ThreadLocalRandom.current().nextInt(1 << 12));
         new BlockAllocator(m, lay).reset();
         m.set(ValueLayout.JAVA_LONG, H_MAGIC, MAGIC);
     }
@@ -269,24 +274,25 @@ final class ShmFile implements AutoCloseable {
         long capacity = m.get(ValueLayout.JAVA_LONG, H_CAPACITY);
         long block = m.get(ValueLayout.JAVA_LONG, H_BLOCK_SIZE);
         long entries = m.get(ValueLayout.JAVA_LONG, H_ENTRY_COUNT);
-        ShmLayout lay = ShmLayout.of(capacity, block, entries);
+        long ring = m.get(ValueLayout.JAVA_LONG, H_RING_BYTES);
+        ShmLayout lay = ShmLayout.of(capacity, block, entries, ring);
         if (lay == null || lay.capacity() != capacity) {
             throw refuse(ErrorCode.CORRUPT_OBJECT, path, uri, "has sizes out of range: capacity=" + capacity
-                    + " bytes, block=" + block + " bytes, entries=" + entries);
+                    + " bytes, block=" + block + " bytes, entries=" + entries + ", event ring=" + ring + " bytes");
         }
         long[][] fields = {
                 {H_FILE_SIZE, lay.fileSize()}, {H_SLOT_COUNT, lay.slotCount()},
                 {H_BITMAP_OFFSET, lay.bitmapOffset()}, {H_PROC_OFFSET, lay.procOffset()},
                 {H_INDEX_OFFSET, lay.indexOffset()}, {H_ENTRY_OFFSET, lay.entryOffset()},
-                {H_PAYLOAD_OFFSET, lay.payloadOffset()}};
+                {H_RING_OFFSET, lay.ringOffset()}, {H_PAYLOAD_OFFSET, lay.payloadOffset()}};
         String[] names = {"file size", "index slots", "bitmap offset", "process table offset", "index offset",
-                "entry table offset", "payload offset"};
+                "entry table offset", "event ring offset", "payload offset"};
         for (int i = 0; i < fields.length; i++) {
             long stored = m.get(ValueLayout.JAVA_LONG, fields[i][0]);
             if (stored != fields[i][1]) {
                 throw refuse(ErrorCode.CORRUPT_OBJECT, path, uri, "records " + names[i] + " " + stored
                         + ", but its sizes (capacity=" + capacity + ", block=" + block + ", entries=" + entries
-                        + ") give " + fields[i][1]);
+                        + ", events=" + ring + ") give " + fields[i][1]);
             }
         }
         if (m.byteSize() != lay.fileSize()) {

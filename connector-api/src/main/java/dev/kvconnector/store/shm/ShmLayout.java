@@ -18,6 +18,8 @@ import java.lang.invoke.VarHandle;
  *                   |   256       LOCK word (its own cache line)                       |
  *                   |   320       INDEX_EPOCH seqlock word (its own cache line)        |
  *                   |   384..463  counters and cursors, changed under the lock         |
+ *                   |   512..543  event ring: TAIL_INTENT, TAIL, LATEST (published    |
+ *                   |             with release), EVENT_SEQ (changed under the lock)    |
  *   bitmapOffset    +------------------------------------------------------------------+
  *                   | allocation bitmap: 1 bit per payload block, 1 = in use;          |
  *                   | bits past the last block stay 1                                  |
@@ -35,6 +37,11 @@ import java.lang.invoke.VarHandle;
  *                   |   40 value length, 48 expiry ms, 56 commit sequence, 64 key hash, |
  *                   |   72 next free (int), 76 key length (int), 80 referenced (int),  |
  *                   |   96 key, MAX_KEY_BYTES UTF-8 bytes (256 reserved)               |
+ *   ringOffset      +------------------------------------------------------------------+
+ *                   | event ring: ringBytes (a power of two) of records, each          |
+ *                   |   RECORD_ALIGNMENT-aligned: 0 length (int, header included),     |
+ *                   |   4 type (int: STORED, REMOVED, EVICTED, EXPIRED or PADDING),    |
+ *                   |   8 sequence, 16 value bytes, 24 key length (int), 32 key        |
  *   payloadOffset   +------------------------------------------------------------------+
  *                   | payload area: capacity bytes in blocks of blockSize bytes        |
  *   fileSize        +------------------------------------------------------------------+
@@ -42,14 +49,20 @@ import java.lang.invoke.VarHandle;
  * Every number read back from a file is checked against this layout before it is used as an offset.
  *
  * <p>{@link #VERSION} names this layout. It rises only when an offset, a size or an encoding above changes, and a
- * file of another version is refused at open, naming the file and both versions.
+ * file of another version is refused at open, naming the file and both versions. Version 2 added the event ring
+ * (its header words, its sizes in the immutable header, its region before the payload).
+ *
+ * <p>The event ring is a broadcast buffer in the style of Agrona's {@code BroadcastBufferDescriptor}: the position
+ * of a record is a byte count since the file was created (never reset), its offset in the ring that count modulo
+ * {@code ringBytes}. {@code EventRing} writes it, {@code EventReceiver} reads it.
  */
 record ShmLayout(long capacity, long blockSize, long blockCount, long entryCount, long slotCount, long bitmapOffset,
-                 long procOffset, long indexOffset, long entryOffset, long payloadOffset, long fileSize) {
+                 long procOffset, long indexOffset, long entryOffset, long ringOffset, long ringBytes,
+                 long payloadOffset, long fileSize) {
 
     /** "KVCSHM01" in ASCII, little-endian. */
     static final long MAGIC = 0x3130_4D48_5343_564BL;
-    static final int VERSION = 1;
+    static final int VERSION = 2;
     static final long HEADER_BYTES = 4096;
 
     // Immutable header fields, written once by the creator before the file is published.
@@ -71,6 +84,10 @@ record ShmLayout(long capacity, long blockSize, long blockCount, long entryCount
     static final long H_INDEX_OFFSET = 112;
     static final long H_ENTRY_OFFSET = 120;
     static final long H_PAYLOAD_OFFSET = 128;
+    static final long H_RING_OFFSET = 136;
+    static final long H_RING_BYTES = 144;
+    /** The event ring's epoch: creation ms shifted left 12, salted, so a recreated file numbers afresh. */
+    static final long H_EVENT_EPOCH = 152;
 
     // Mutable shared words. Apart from LOCK and INDEX_EPOCH they change only under the store lock.
     static final long H_LOCK = 256;
@@ -85,6 +102,25 @@ record ShmLayout(long capacity, long blockSize, long blockCount, long entryCount
     static final long H_BITMAP_HINT = 440;
     static final long H_USED_SLOTS = 448;
     static final long H_TOMBSTONES = 456;
+    // The event ring's cursors, in bytes written since creation (see EventRing).
+    static final long H_RING_TAIL_INTENT = 512;
+    static final long H_RING_TAIL = 520;
+    static final long H_RING_LATEST = 528;
+    static final long H_EVENT_SEQ = 536;
+
+    // Event record fields and types.
+    static final long R_LENGTH = 0;
+    static final long R_TYPE = 4;
+    static final long R_SEQUENCE = 8;
+    static final long R_BYTES = 16;
+    static final long R_KEY_LENGTH = 24;
+    static final long R_KEY = 32;
+    static final int RECORD_ALIGNMENT = 8;
+    static final int PADDING = -1;
+    static final int EVENT_STORED = 1;
+    static final int EVENT_REMOVED = 2;
+    static final int EVENT_EVICTED = 3;
+    static final int EVENT_EXPIRED = 4;
 
     // Entry states: the low byte of an entry's state word.
     static final int FREE = 0;
@@ -103,6 +139,8 @@ record ShmLayout(long capacity, long blockSize, long blockCount, long entryCount
 
     /** Longest key, in UTF-8 bytes. */
     static final int MAX_KEY_BYTES = 250;
+    /** The longest event record: its header and the longest key, aligned. */
+    static final int MAX_RECORD = (int) ((R_KEY + MAX_KEY_BYTES + RECORD_ALIGNMENT - 1) & -RECORD_ALIGNMENT);
 
     // Entry record fields.
     static final long E_STATE = 0;
@@ -125,8 +163,17 @@ record ShmLayout(long capacity, long blockSize, long blockCount, long entryCount
     static final long MIN_ENTRIES = 16;
     static final long MAX_ENTRIES = 1L << 24;
     static final long MAX_CAPACITY = 1L << 46;
+    static final long MIN_RING = 4096;
+    static final long MAX_RING = 1L << 30;
+    /** Default event ring: 1 MiB, about 5,000 events of 150-byte keys. */
+    static final long DEFAULT_RING = 1L << 20;
 
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
+
+    /** The layout for the given sizes with the default event ring; null when they are out of range. */
+    static ShmLayout of(long capacity, long blockSize, long entryCount) {
+        return of(capacity, blockSize, entryCount, DEFAULT_RING);
+    }
 
     /**
      * Computes the layout for the given sizes; null when they are out of range (callers name the range).
@@ -134,11 +181,13 @@ record ShmLayout(long capacity, long blockSize, long blockCount, long entryCount
      * @param capacity payload bytes; rounded down to whole blocks
      * @param blockSize allocation unit in bytes, a power of two
      * @param entryCount most entries the store holds at once
+     * @param ringBytes the event ring's size in bytes, a power of two from {@link #MIN_RING} to {@link #MAX_RING}
      */
-    static ShmLayout of(long capacity, long blockSize, long entryCount) {
+    static ShmLayout of(long capacity, long blockSize, long entryCount, long ringBytes) {
         if (blockSize < MIN_BLOCK || blockSize > MAX_BLOCK || Long.bitCount(blockSize) != 1
                 || capacity < blockSize || capacity > MAX_CAPACITY
-                || entryCount < MIN_ENTRIES || entryCount > MAX_ENTRIES) {
+                || entryCount < MIN_ENTRIES || entryCount > MAX_ENTRIES
+                || ringBytes < MIN_RING || ringBytes > MAX_RING || Long.bitCount(ringBytes) != 1) {
             return null;
         }
         long blockCount = capacity / blockSize;
@@ -148,9 +197,11 @@ record ShmLayout(long capacity, long blockSize, long blockCount, long entryCount
         long procOffset = bitmapOffset + bitmapBytes;
         long indexOffset = procOffset + PROC_SLOTS * PROC_STRIDE;
         long entryOffset = align(indexOffset + slotCount * 8, 64);
-        long payloadOffset = align(entryOffset + entryCount * ENTRY_BYTES, 4096);
+        long ringOffset = align(entryOffset + entryCount * ENTRY_BYTES, 64);
+        long payloadOffset = align(ringOffset + ringBytes, 4096);
         return new ShmLayout(blockCount * blockSize, blockSize, blockCount, entryCount, slotCount, bitmapOffset,
-                procOffset, indexOffset, entryOffset, payloadOffset, payloadOffset + blockCount * blockSize);
+                procOffset, indexOffset, entryOffset, ringOffset, ringBytes, payloadOffset,
+                payloadOffset + blockCount * blockSize);
     }
 
     /** A shared header word, read under the store lock. */

@@ -25,7 +25,7 @@ import java.util.regex.Pattern;
 record ShmOptions(String uri, Path path, ShmLayout wanted, long ttlMillis, long lockTimeoutMillis, boolean evictLive,
                   StoreUri source) {
     private static final Set<String> OPTIONS =
-            Set.of("capacity", "dir", "entries", "block", "ttl", "lock-timeout", "eviction");
+            Set.of("capacity", "dir", "entries", "block", "ttl", "lock-timeout", "eviction", "events");
     private static final long DEFAULT_LOCK_TIMEOUT_MS = 30_000;
     private static final Pattern NAME = Pattern.compile("[A-Za-z0-9._-]{1,200}");
 
@@ -70,13 +70,16 @@ record ShmOptions(String uri, Path path, ShmLayout wanted, long ttlMillis, long 
         long block = uri.sizeParam("block", ShmStore.DEFAULT_BLOCK);
         long entries = uri.param("entries") == null
                 ? Math.clamp(capacity / (64 << 10), 1024, MAX_ENTRIES) : uri.intParam("entries", 0);
-        ShmLayout wanted = ShmLayout.of(capacity, block, entries);
+        long ring = uri.sizeParam("events", DEFAULT_RING);
+        ShmLayout wanted = ShmLayout.of(capacity, block, entries, ring);
         if (wanted == null) {
             throw KVException.of(ErrorCode.INVALID_URI, "sizes out of range: capacity=" + capacity + " bytes, block="
-                    + block + " bytes, entries=" + entries).store(masked).operation("open")
+                    + block + " bytes, entries=" + entries + ", events=" + ring + " bytes").store(masked)
+                    .operation("open")
                     .hint("block is a power of two from " + MIN_BLOCK + " to " + MAX_BLOCK
                             + " bytes, capacity from one block to " + MAX_CAPACITY + " bytes, entries from "
-                            + MIN_ENTRIES + " to " + MAX_ENTRIES)
+                            + MIN_ENTRIES + " to " + MAX_ENTRIES + ", events (the event ring) a power of two from "
+                            + MIN_RING + " to " + MAX_RING + " bytes")
                     .build();
         }
         return wanted;
@@ -88,9 +91,9 @@ record ShmOptions(String uri, Path path, ShmLayout wanted, long ttlMillis, long 
      * @throws KVException INVALID_CONFIG naming the size, both values and the fix
      */
     void checkAgainst(ShmLayout have) {
-        String[] names = {"capacity", "block", "entries"};
-        long[] got = {have.capacity(), have.blockSize(), have.entryCount()};
-        long[] want = {wanted.capacity(), wanted.blockSize(), wanted.entryCount()};
+        String[] names = {"capacity", "block", "entries", "events"};
+        long[] got = {have.capacity(), have.blockSize(), have.entryCount(), have.ringBytes()};
+        long[] want = {wanted.capacity(), wanted.blockSize(), wanted.entryCount(), wanted.ringBytes()};
         for (int i = 0; i < names.length; i++) {
             if (source.param(names[i]) != null && got[i] != want[i]) {
                 throw KVException.of(ErrorCode.INVALID_CONFIG, path + " exists with " + names[i] + "=" + got[i]

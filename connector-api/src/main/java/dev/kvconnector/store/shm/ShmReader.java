@@ -20,6 +20,7 @@ final class ShmReader {
     private final LeaseTable leases;
     private final ShmLock lock;
     private final ShmSpace space;
+    private final EventRing events;
     private final int procSlot;
     private final String uri;
     private final AtomicInteger viewsHeld = new AtomicInteger();
@@ -33,6 +34,7 @@ final class ShmReader {
         this.leases = parts.leases;
         this.lock = parts.lock;
         this.space = parts.space;
+        this.events = parts.events;
         this.procSlot = procSlot;
         this.uri = uri;
     }
@@ -214,6 +216,7 @@ final class ShmReader {
         try {
             if (entries.stateWord(e) == stateWord) {
                 index.remove(e);
+                events.transmit(ShmLayout.EVENT_EXPIRED, e);
                 space.retire(e);
             }
         } finally {

@@ -33,14 +33,14 @@ final class ShmSpace {
      * @param evictLive whether eviction may take committed entries ({@code eviction=lru}) or only what no one can
      *     read any more ({@code eviction=refuse})
      */
-    ShmSpace(MemorySegment map, ShmLayout lay, EntryTable entries, BlockAllocator blocks, LeaseTable leases, ShmIndex index, Path path,
-             boolean evictLive) {
+    ShmSpace(MemorySegment map, ShmLayout lay, EntryTable entries, BlockAllocator blocks, LeaseTable leases,
+             ShmIndex index, EventRing events, Path path, boolean evictLive) {
         this.lay = lay;
         this.entries = entries;
         this.blocks = blocks;
         this.leases = leases;
         this.path = path;
-        this.eviction = new ClockEviction(map, entries, leases, index, this, evictLive);
+        this.eviction = new ClockEviction(map, entries, leases, index, events, this, evictLive);
         this.recovery = new Recovery(entries, blocks, leases, index, this, path, lay.blockSize());
     }
 

@@ -1,15 +1,23 @@
 package dev.kvconnector.store.shm;
 
+import dev.kvconnector.error.ErrorCode;
+import dev.kvconnector.error.ErrorHandler;
 import dev.kvconnector.error.KVException;
 import dev.kvconnector.store.KVStore;
 import dev.kvconnector.store.PutOptions;
 import dev.kvconnector.store.StoreCapability;
 import dev.kvconnector.store.StoreClaim;
+import dev.kvconnector.store.StoreEventListener;
+import dev.kvconnector.store.StoreSubscription;
 import dev.kvconnector.store.StoreUri;
 import dev.kvconnector.store.StoreView;
+import dev.kvconnector.store.SubscriptionThread;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.EnumSet;
+import java.util.List;
 import java.util.Set;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -36,6 +44,12 @@ import org.slf4j.LoggerFactory;
  * unfinished puts, its leases and the lock are recovered by whoever next finds it dead (pid plus start time), so all
  * processes must share a pid namespace.
  *
+ * <p>Events ({@link StoreCapability#EVENTS}): every store, removal, eviction and expiry, by any process, is written
+ * to an event ring in the file; {@link #subscribe} reads it on a thread of its own. An expiry is told when a process
+ * notices it (a read, an eviction sweep, {@link #reclaim()}), not the moment the TTL passes. A subscriber that falls
+ * a whole ring ({@code events=}, default 1 MiB) behind, or a writer killed holding the lock, shows as a gap in the
+ * sequence numbers.
+ *
  * <p>Zero-copy ({@link StoreCapability#CLAIM}, {@link StoreCapability#VIEW}): a claim ({@link ShmClaim}) is a put
  * whose copy the caller makes into the mapping, a view ({@link ShmView}) a read whose lease lasts until the release;
  * their segments throw {@link IllegalStateException} after {@link #close()}. A file truncated under a running store
@@ -51,6 +65,8 @@ public final class ShmStore implements KVStore {
     public static final String PROP_GET_PAUSE_MS = "kvconnector.shm.testHook.getPauseMillis";
     /** Test hook: ms to pause while holding the store lock in each put. */
     public static final String PROP_LOCK_PAUSE_MS = "kvconnector.shm.testHook.lockPauseMillis";
+    /** Test hook: ms to pause half-way through writing each event record, holding the store lock. */
+    public static final String PROP_EVENT_PAUSE_MS = "kvconnector.shm.testHook.eventPauseMillis";
     /** Default payload capacity: 1 GiB. */
     public static final long DEFAULT_CAPACITY = 1L << 30;
     /** Default directory. */
@@ -69,7 +85,7 @@ public final class ShmStore implements KVStore {
     private static final Set<StoreCapability> CAPABILITIES =
             Set.copyOf(EnumSet.of(StoreCapability.NATIVE_TTL, StoreCapability.SHARED_ACROSS_PROCESSES,
                     StoreCapability.LOCAL_MEMORY, StoreCapability.REMOVE, StoreCapability.CLAIM,
-                    StoreCapability.VIEW));
+                    StoreCapability.VIEW, StoreCapability.EVENTS));
 
     private final String uri;
     private final ShmFile file;
@@ -79,6 +95,8 @@ public final class ShmStore implements KVStore {
     private final ShmReader reader;
     private final ShmWriter writer;
     private final CallGate gate;
+    /** Open subscriptions, closed before the file is unmapped; guarded by itself. */
+    private final List<ShmSubscription> subscriptions = new ArrayList<>();
 
     private ShmStore(ShmOptions o, ShmFile file) {
         this.uri = o.uri();
@@ -210,6 +228,37 @@ public final class ShmStore implements KVStore {
         }
     }
 
+    /**
+     * Subscribes {@code listener} to the events of every process that writes this file, from now on; see the class
+     * comment for what is told and when. Each subscription holds a thread ({@code kvconnector-events-shm-N}).
+     */
+    @Override
+    public StoreSubscription subscribe(StoreEventListener listener, ErrorHandler errors) {
+        gate.enter("subscribe");
+        try {
+            if (listener == null || errors == null) {
+                throw KVException.of(ErrorCode.INVALID_ARGUMENT, "subscribe needs a listener and an error handler")
+                        .store(uri).operation("subscribe").build();
+            }
+            long epoch = file.map().get(ValueLayout.JAVA_LONG, ShmLayout.H_EVENT_EPOCH);
+            ShmSubscription s = new ShmSubscription(uri, epoch, new EventReceiver(file.map(), lay), listener, errors,
+                    this::forget);
+            synchronized (subscriptions) {
+                subscriptions.add(s);
+            }
+            s.start();
+            return s;
+        } finally {
+            gate.exit();
+        }
+    }
+
+    private void forget(SubscriptionThread s) {
+        synchronized (subscriptions) {
+            subscriptions.remove(s);
+        }
+    }
+
     @Override
     public String healthCheck() {
         gate.enter("healthCheck");
@@ -227,8 +276,8 @@ public final class ShmStore implements KVStore {
     }
 
     /**
-     * Frees this instance's open claims and drops its views' leases (freeing entries removed while viewed), releases
-     * its slot in the file and unmaps it. The file stays for other processes. Claim and view segments throw
+     * Closes this instance's event subscriptions, frees its open claims and drops its views' leases (freeing entries
+     * removed while viewed), releases its slot in the file and unmaps it. The file stays for other processes. Claim and view segments throw
      * {@link IllegalStateException} from now on; releasing a view afterwards only empties the handle.
      */
     @Override
@@ -236,6 +285,11 @@ public final class ShmStore implements KVStore {
         if (!gate.close()) {
             return;
         }
+        List<ShmSubscription> open;
+        synchronized (subscriptions) {
+            open = List.copyOf(subscriptions);
+        }
+        open.forEach(ShmSubscription::close);
         writer.freeAtClose(procSlot);
         parts.leases.releaseSlot(procSlot);
         file.close();

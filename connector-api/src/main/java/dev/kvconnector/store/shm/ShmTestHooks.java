@@ -11,6 +11,8 @@ final class ShmTestHooks {
     static final long GET_PAUSE_MS = Long.getLong(ShmStore.PROP_GET_PAUSE_MS, 0);
     /** Pause in each put while it holds the store lock, in ms. */
     static final long LOCK_PAUSE_MS = Long.getLong(ShmStore.PROP_LOCK_PAUSE_MS, 0);
+    /** Pause half-way through writing each event record, holding the store lock, in ms. */
+    static final long EVENT_PAUSE_MS = Long.getLong(ShmStore.PROP_EVENT_PAUSE_MS, 0);
 
     private ShmTestHooks() {
     }

@@ -17,7 +17,7 @@ import org.slf4j.LoggerFactory;
  * The store's writes. A put takes an entry and its blocks under the lock (state WRITING, invisible), copies the
  * value outside the lock, then, under the lock again, swaps the entry into the index; a claim is a put whose copy
  * the caller makes into the mapping, between the same two steps. Removal and replacement unindex first and retire
- * the old entry, which is freed once no lease names it.
+ * the old entry, which is freed once no lease names it. Each change is told to the event ring under the same lock.
  */
 final class ShmWriter {
     private static final Logger LOG = LoggerFactory.getLogger(ShmWriter.class);
@@ -30,6 +30,7 @@ final class ShmWriter {
     private final LeaseTable leases;
     private final ShmLock lock;
     private final ShmSpace space;
+    private final EventRing events;
     private final ShmReader reader;
     private final String uri;
     private final boolean evictLive;
@@ -46,6 +47,7 @@ final class ShmWriter {
         this.leases = parts.leases;
         this.lock = parts.lock;
         this.space = parts.space;
+        this.events = parts.events;
         this.reader = reader;
         this.uri = options.uri();
         this.evictLive = options.evictLive();
@@ -195,6 +197,7 @@ final class ShmWriter {
             int e = index.entryAt(slot);
             boolean live = !entries.expired(e, System.currentTimeMillis());
             index.remove(e);
+            events.transmit(live ? ShmLayout.EVENT_REMOVED : ShmLayout.EVENT_EXPIRED, e);
             space.retire(e);
             return live;
         } finally {
@@ -222,6 +225,7 @@ final class ShmWriter {
             for (int e = 0; e < mark; e++) {
                 if (entries.state(e) == COMMITTED && entries.expired(e, now)) {
                     index.remove(e);
+                    events.transmit(ShmLayout.EVENT_EXPIRED, e);
                     space.retire(e);
                 }
             }
@@ -309,6 +313,7 @@ final class ShmWriter {
         } else {
             index.add(k, e);
         }
+        events.transmit(ShmLayout.EVENT_STORED, e);
         return true;
     }
 

@@ -38,8 +38,8 @@ final class TierList {
                 throw invalid(uri.masked(), "tier " + (i + 1) + " is itself a tiered: store",
                         "list its tiers in this one instead of nesting it");
             }
-            String identity = tier.scheme() + ":" + tier.hosts() + tier.path();
-            Integer before = seen.putIfAbsent(identity, i + 1);
+            String identity = KVStores.storeIdentity(tier);
+            Integer before = identity == null ? null : seen.putIfAbsent(identity, i + 1);
             if (before != null) {
                 throw invalid(uri.masked(), "tiers " + before + " and " + (i + 1) + " name the same store ("
                         + tier.masked() + ")", "each tier must be a different store");
@@ -81,6 +81,11 @@ final class TierList {
         for (StoreCapability c : List.of(StoreCapability.CLAIM, StoreCapability.VIEW)) {
             if (first.contains(c)) {
                 caps.add(c);
+            }
+        }
+        for (KVStore t : tiers) {
+            if (t.capabilities().contains(StoreCapability.EVENTS)) {
+                caps.add(StoreCapability.EVENTS);
             }
         }
         for (StoreCapability c : List.of(StoreCapability.REMOVE, StoreCapability.NATIVE_TTL,

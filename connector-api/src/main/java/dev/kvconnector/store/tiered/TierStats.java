@@ -10,6 +10,7 @@ public final class TierStats {
     private final LongAdder promotions = new LongAdder();
     private final LongAdder bytesRead = new LongAdder();
     private final LongAdder bytesWritten = new LongAdder();
+    private final LongAdder dropped = new LongAdder();
 
     TierStats(String uri) {
         this.uri = uri;
@@ -33,8 +34,14 @@ public final class TierStats {
         bytesWritten.add(bytes);
     }
 
-    Snapshot snapshot() {
-        return new Snapshot(uri, hits.sum(), errors.sum(), promotions.sum(), bytesRead.sum(), bytesWritten.sum());
+    void dropped() {
+        dropped.increment();
+    }
+
+    /** @param queued what the write-back queue holds for this tier now */
+    Snapshot snapshot(int queued) {
+        return new Snapshot(uri, hits.sum(), errors.sum(), promotions.sum(), bytesRead.sum(), bytesWritten.sum(),
+                dropped.sum(), queued);
     }
 
     /**
@@ -46,7 +53,12 @@ public final class TierStats {
      * @param promotions   objects copied into this tier from a tier below on a hit
      * @param bytesRead    bytes of the objects this tier served
      * @param bytesWritten bytes put into this tier: by puts, write-backs and promotions
+     * @param dropped      write-backs and removal retries meant for this tier that were dropped (a full queue, or
+     *                     left at close): the tier misses those objects, or keeps them
+     * @param queued       write-backs and removal retries that this tier has yet to take now (its part of the
+     *                     write-back queue's depth)
      */
-    public record Snapshot(String uri, long hits, long errors, long promotions, long bytesRead, long bytesWritten) {
+    public record Snapshot(String uri, long hits, long errors, long promotions, long bytesRead, long bytesWritten,
+                           long dropped, int queued) {
     }
 }

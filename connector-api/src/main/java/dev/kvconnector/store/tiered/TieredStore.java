@@ -1,6 +1,7 @@
 package dev.kvconnector.store.tiered;
 
 import dev.kvconnector.error.ErrorCode;
+import dev.kvconnector.error.ErrorHandler;
 import dev.kvconnector.error.KVException;
 import dev.kvconnector.memory.SegmentPool;
 import dev.kvconnector.store.ClaimResult;
@@ -9,36 +10,48 @@ import dev.kvconnector.store.KVStore;
 import dev.kvconnector.store.PutOptions;
 import dev.kvconnector.store.StoreCapability;
 import dev.kvconnector.store.StoreClaim;
+import dev.kvconnector.store.StoreEvent;
+import dev.kvconnector.store.StoreEventListener;
+import dev.kvconnector.store.StoreSubscription;
 import dev.kvconnector.store.StoreUri;
 import dev.kvconnector.store.StoreView;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * A store over an ordered list of stores, fastest first: {@code tiered:[shm:/kv?capacity=8GiB][valkey://h:6379]}.
- * This file is the facade; writing back is {@link WriteBack}, the handles are {@link TieredClaim} and
- * {@link TieredView}, and the options are {@link TieredOptions}. Its length comes from one KVStore method per
- * operation, each with its per-tier error rule.
+ * This file is the facade; the lower tiers' queue (write-back and removal retries) is {@link WriteBack}, the events
+ * {@link TieredEvents}, the handles {@link TieredClaim} and {@link TieredView}, and the options
+ * {@link TieredOptions}. Over 400 lines because each KVStore operation has its own per-tier rule, stated here.
  *
  * <ul>
- *   <li><b>Writes.</b> Write-through puts into every tier in order and returns the first tier's answer; a tier that
- *       fails fails the put with an error that names it (the tiers above it keep the value). Write-back puts into
- *       the first tier and queues the others (see {@link WriteBack}).</li>
+ *   <li><b>Writes.</b> Write-through puts into every tier in order and acknowledges once every tier holds the value
+ *       (its answer is the first tier's); a tier that fails fails the put with an error that names the tier and the
+ *       write mode, and the tiers above it keep the value (a reader of this store sees it). Write-back puts into the
+ *       first tier and queues the others (see {@link WriteBack}).</li>
  *   <li><b>Reads</b> go top-down. A hit in a lower tier is copied into the tiers above (promotion, unless
- *       {@code promote=never}), under their own default TTL. A miss in every tier is one miss. A tier that throws
- *       is counted and skipped: the read is served by any other tier that holds the object, and throws the first
- *       tier's error only when no tier does.</li>
- *   <li><b>Removes</b> (and consuming drop-selects) remove from every tier and cancel a waiting write-back.
+ *       {@code promote=never}), under their own default TTL. A tier that throws is counted and reported to the error
+ *       handler, and the read goes on to the tiers below: it never fails while a tier serves it. A read that no tier
+ *       serves answers what the lowest tier answered: a miss, or that tier's error, naming it (a lower tier that is
+ *       down fails reads of what only it could serve; the errors of the tiers above it are then only counted and
+ *       reported).</li>
+ *   <li><b>Removes</b> (and consuming drop-selects) remove from every tier and cancel a waiting write-back. A lower
+ *       tier that fails is counted and reported, and the removal is retried from the queue until that tier takes it;
+ *       meanwhile this store reads the key from no lower tier, while a reader of that tier alone (another host,
+ *       another process opening only it) may still read the object. Only a failure of the first tier fails the call.
  *       Eviction or expiry in one tier leaves the others alone.</li>
  *   <li><b>Zero copy.</b> Claims and views are the first tier's, where it has them: a claim fills the first tier
  *       in place, and a view of an object in the first tier reads it in place. A view of an object found lower
  *       holds a pooled copy.</li>
  *   <li><b>During a write-back</b>, a reader of this store sees the first tier's value; a reader of a lower tier
- *       alone (another host, another process opening only that tier) sees its previous value or a miss until the
- *       write-back lands; {@link #flush} waits for it.</li>
+ *       alone sees its previous value or a miss until the write-back lands; {@link #flush} waits for it.</li>
+ *   <li><b>Events</b> ({@link StoreCapability#EVENTS}, when any tier tells them): what is stored and removed through
+ *       this store, naming it; each tier's own, naming the tier; and a removal from the store as a whole once no
+ *       tier holds an object that left a tier otherwise (see {@link TieredEvents}).</li>
  * </ul>
  *
  * <p>Thread-safe. Steady-state reads and write-through puts allocate nothing beyond what the tiers allocate; a
@@ -51,8 +64,13 @@ public final class TieredStore implements KVStore {
     private final TieredOptions options;
     private final Set<StoreCapability> capabilities;
     private final SegmentPool buffers;
+    /** The lower tiers' queue: write-backs (write-back mode) and removal retries; null with a single tier. */
     private final WriteBack writeBack;
+    private final boolean backMode;
     private final AtomicBoolean closed = new AtomicBoolean();
+    /** Open event subscriptions; copy-on-write, so that a put or remove with none costs one array read. */
+    private final List<TieredEvents> subscriptions = new CopyOnWriteArrayList<>();
+    private volatile ErrorHandler errors = ErrorHandler.LOGGING;
 
     private TieredStore(String uri, List<KVStore> tiers, TieredOptions options) {
         this.uri = uri;
@@ -64,8 +82,9 @@ public final class TieredStore implements KVStore {
         }
         this.capabilities = TierList.capabilities(uri, this.tiers);
         this.buffers = new SegmentPool(options.bufferBytes());
-        this.writeBack = options.writeBack() && this.tiers.length > 1
-                ? new WriteBack(this.tiers, stats, options, buffers) : null;
+        this.backMode = options.writeBack() && this.tiers.length > 1;
+        this.writeBack = this.tiers.length > 1
+                ? new WriteBack(uri, this.tiers, stats, options, buffers, () -> errors) : null;
     }
 
     /**
@@ -118,10 +137,16 @@ public final class TieredStore implements KVStore {
     @Override
     public boolean put(String key, MemorySegment value, PutOptions putOptions) {
         checkOpen("put", key);
-        if (writeBack == null) {
+        if (!backMode) {
             boolean stored = putInto(0, key, value, putOptions);
             for (int i = 1; i < tiers.length; i++) {
                 putInto(i, key, value, putOptions);
+            }
+            if (writeBack != null) {
+                writeBack.supersede(key, putOptions);
+            }
+            if (stored) {
+                tell(StoreEvent.Type.STORED, key, value.byteSize());
             }
             return stored;
         }
@@ -141,6 +166,9 @@ public final class TieredStore implements KVStore {
                 writeBack.unreserve();
             }
         }
+        if (stored) {
+            tell(StoreEvent.Type.STORED, key, value.byteSize());
+        }
         return stored;
     }
 
@@ -151,23 +179,30 @@ public final class TieredStore implements KVStore {
             return stored;
         } catch (KVException e) {
             stats[tier].error();
-            throw tierFailed(tier, "put", key, e);
+            throw tier == 0 ? tierFailed(0, "put", key, e) : KVException.of(e.code(), "tier " + (tier + 1) + " of "
+                    + tiers.length + " (" + tiers[tier].uri() + ") failed the write-through put: " + e.getMessage()
+                    + "; tiers 1 to " + tier + " hold the value, this store's readers see it")
+                    .store(uri).operation("put").key(key).cause(e)
+                    .hint((e.hint() == null ? "" : e.hint() + "; ") + "write=through acknowledges a put once every "
+                            + "tier holds it: retry once the tier is back, or use write=back, which acknowledges once "
+                            + "the first tier holds it and retries the others").build();
         }
     }
 
     @Override
     public long getInto(String key, MemorySegment dst) {
         checkOpen("getInto", key);
-        KVException failure = null;
-        for (int i = 0; i < tiers.length; i++) {
+        KVException lowest = null;
+        for (int i = 0; i < tiers.length && (i == 0 || !removedBelow(key)); i++) {
             long r;
             try {
                 r = tiers[i].getInto(key, dst);
             } catch (KVException e) {
-                stats[i].error();
-                failure = failure == null ? tierFailed(i, "getInto", key, e) : failure;
+                lowest = absorb(i, "getInto", key, e, lowest);
                 continue;
             }
+            report(lowest);
+            lowest = null;
             if (GetResult.isMiss(r)) {
                 continue;
             }
@@ -177,10 +212,40 @@ public final class TieredStore implements KVStore {
             }
             return r;
         }
-        if (failure != null) {
-            throw failure;
+        return missOrThrow(lowest);
+    }
+
+    /** Whether a removal of {@code key} is still to reach a lower tier: the lower tiers must not serve it. */
+    private boolean removedBelow(String key) {
+        return writeBack != null && writeBack.removing(key);
+    }
+
+    /**
+     * Counts tier {@code tier}'s failure and returns it, naming the tier, as the answer so far; the answer it
+     * replaces (a tier above that failed too) goes to the error handler, since a lower tier answers instead.
+     */
+    private KVException absorb(int tier, String op, String key, KVException e, KVException above) {
+        stats[tier].error();
+        report(above);
+        return tierFailed(tier, op, key, e);
+    }
+
+    /** The end of a read no tier served: the lowest tier's error, or a miss. */
+    private long missOrThrow(KVException lowest) {
+        if (lowest != null) {
+            throw lowest;
         }
         return GetResult.MISS;
+    }
+
+    private void report(KVException absorbed) {
+        if (absorbed != null) {
+            try {
+                errors.onError(uri + " (absorbed: a tier below answered)", absorbed);
+            } catch (RuntimeException ignored) {
+                // The handler is for monitoring; the read has its answer.
+            }
+        }
     }
 
     /** Copies an object that tier {@code from} served into the tiers above it; a failure there fails no read. */
@@ -202,20 +267,22 @@ public final class TieredStore implements KVStore {
     @Override
     public long size(String key) {
         checkOpen("size", key);
-        KVException failure = null;
-        for (int i = 0; i < tiers.length; i++) {
+        KVException lowest = null;
+        for (int i = 0; i < tiers.length && (i == 0 || !removedBelow(key)); i++) {
             try {
                 long size = tiers[i].size(key);
                 if (size >= 0) {
+                    report(lowest);
                     return size;
                 }
+                report(lowest);
+                lowest = null;
             } catch (KVException e) {
-                stats[i].error();
-                failure = failure == null ? tierFailed(i, "size", key, e) : failure;
+                lowest = absorb(i, "size", key, e, lowest);
             }
         }
-        if (failure != null) {
-            throw failure;
+        if (lowest != null) {
+            throw lowest;
         }
         return -1;
     }
@@ -228,17 +295,24 @@ public final class TieredStore implements KVStore {
             writeBack.cancel(key);
         }
         boolean existed = false;
-        KVException failure = null;
+        KVException first = null;
         for (int i = 0; i < tiers.length; i++) {
             try {
                 existed |= tiers[i].remove(key);
             } catch (KVException e) {
                 stats[i].error();
-                failure = failure == null ? tierFailed(i, "remove", key, e) : failure;
+                if (i == 0) {
+                    first = tierFailed(0, "remove", key, e);
+                } else {
+                    writeBack.retryRemoval(key, 1 << i, tierFailed(i, "remove", key, e));
+                }
             }
         }
-        if (failure != null) {
-            throw failure;
+        if (first != null) {
+            throw first;
+        }
+        if (existed) {
+            tell(StoreEvent.Type.REMOVED, key, -1);
         }
         return existed;
     }
@@ -253,7 +327,10 @@ public final class TieredStore implements KVStore {
         return removeEverywhere(keys, count, true);
     }
 
-    /** Removes from every tier; returns the most keys that any one tier held. */
+    /**
+     * Removes from every tier; returns the most keys that any one tier held. A lower tier that fails has the removal
+     * of every key queued for a retry; only the first tier's failure is thrown.
+     */
     private int removeEverywhere(String[] keys, int count, boolean consumed) {
         String op = consumed ? "removeConsumed" : "removeBatch";
         checkOpen(op, null);
@@ -264,18 +341,26 @@ public final class TieredStore implements KVStore {
             }
         }
         int existed = 0;
-        KVException failure = null;
+        KVException first = null;
         for (int i = 0; i < tiers.length; i++) {
             try {
                 existed = Math.max(existed, consumed ? tiers[i].removeConsumed(keys, count)
                         : tiers[i].removeBatch(keys, count));
             } catch (KVException e) {
                 stats[i].error();
-                failure = failure == null ? tierFailed(i, op, count > 0 ? keys[0] : null, e) : failure;
+                KVException named = tierFailed(i, op, count > 0 ? keys[0] : null, e);
+                if (i == 0) {
+                    first = named;
+                } else {
+                    writeBack.retryRemovals(keys, count, 1 << i, named);
+                }
             }
         }
-        if (failure != null) {
-            throw failure;
+        if (first != null) {
+            throw first;
+        }
+        for (int k = 0; existed > 0 && k < count; k++) {
+            tell(StoreEvent.Type.REMOVED, keys[k], -1);
         }
         return existed;
     }
@@ -290,7 +375,7 @@ public final class TieredStore implements KVStore {
     public int tryClaim(String key, long bytes, PutOptions putOptions, StoreClaim claim) {
         checkOpen("tryClaim", key);
         TieredClaim c = TieredClaim.ownedBy(this, claim, key);
-        if (writeBack != null) {
+        if (backMode) {
             if (!writeBack.reserve()) {
                 return ClaimResult.FULL;
             }
@@ -312,7 +397,7 @@ public final class TieredStore implements KVStore {
     /** Publishes a claim: the lower tiers first (write-through) or after (write-back), then the first tier. */
     boolean commit(TieredClaim c) {
         MemorySegment value = c.first.segment();
-        if (writeBack == null) {
+        if (!backMode) {
             try {
                 for (int i = 1; i < tiers.length; i++) {
                     putInto(i, c.key, value, c.options);
@@ -326,6 +411,12 @@ public final class TieredStore implements KVStore {
         try {
             visible = c.first.commit();
             stats[0].written(visible ? value.byteSize() : 0);
+            if (visible) {
+                tell(StoreEvent.Type.STORED, c.key, value.byteSize());
+            }
+            if (!backMode && writeBack != null) {
+                writeBack.supersede(c.key, c.options);
+            }
         } finally {
             if (c.reserved && visible) {
                 c.reserved = false;
@@ -354,7 +445,7 @@ public final class TieredStore implements KVStore {
     public long tryView(String key, StoreView view) {
         checkOpen("tryView", key);
         TieredView v = TieredView.ownedBy(this, view, key);
-        KVException failure = null;
+        KVException lowest = null;
         try {
             long r = tiers[0].tryView(key, v.first);
             if (GetResult.isHit(r)) {
@@ -362,13 +453,14 @@ public final class TieredStore implements KVStore {
                 return r;
             }
         } catch (KVException e) {
-            stats[0].error();
-            failure = tierFailed(0, "tryView", key, e);
+            lowest = absorb(0, "tryView", key, e, null);
         }
-        for (int i = 1; i < tiers.length; i++) {
+        for (int i = 1; i < tiers.length && !removedBelow(key); i++) {
             MemorySegment buffer = null;
             try {
                 long size = tiers[i].size(key);
+                report(lowest);
+                lowest = null;
                 if (size < 0) {
                     continue;
                 }
@@ -382,18 +474,14 @@ public final class TieredStore implements KVStore {
                     return r;
                 }
             } catch (KVException e) {
-                stats[i].error();
-                failure = failure == null ? tierFailed(i, "tryView", key, e) : failure;
+                lowest = absorb(i, "tryView", key, e, lowest);
             } finally {
                 if (buffer != null) {
                     buffers.release(buffer);
                 }
             }
         }
-        if (failure != null) {
-            throw failure;
-        }
-        return GetResult.MISS;
+        return missOrThrow(lowest);
     }
 
     void releaseBuffer(MemorySegment buffer) {
@@ -409,18 +497,79 @@ public final class TieredStore implements KVStore {
         return writeBack == null || writeBack.awaitIdle(timeoutMillis);
     }
 
-    /** Each tier's counters, fastest first. */
+    /** Each tier's counters, fastest first, with its part of the write-back queue now. */
     public List<TierStats.Snapshot> tierStats() {
         List<TierStats.Snapshot> out = new ArrayList<>(stats.length);
-        for (TierStats s : stats) {
-            out.add(s.snapshot());
+        for (int i = 0; i < stats.length; i++) {
+            out.add(stats[i].snapshot(writeBack == null ? 0 : writeBack.depthFor(i)));
         }
         return out;
     }
 
-    /** The write-back's counters; all zero for write-through. */
+    /**
+     * The write-back queue's counters: its write-backs (none for write-through) and the removals it retries (either
+     * mode); all zero for a single tier.
+     */
     public WriteBackStats writeBackStats() {
-        return writeBack == null ? new WriteBackStats(0, 0, 0, 0, 0, 0, 0, null) : writeBack.snapshot();
+        return writeBack == null ? new WriteBackStats(0, 0, 0, 0, 0, 0, 0, null, 0, 0) : writeBack.snapshot();
+    }
+
+    /**
+     * Subscribes to the events of every tier that tells them, merged (see {@link TieredEvents}): each tier's naming
+     * it, and a removal from this store as a whole once no tier holds the object.
+     */
+    @Override
+    public StoreSubscription subscribe(StoreEventListener listener, ErrorHandler handler) {
+        checkOpen("subscribe", null);
+        if (!capabilities.contains(StoreCapability.EVENTS)) {
+            throw KVException.of(ErrorCode.UNSUPPORTED, "no tier of this store tells its events").store(uri)
+                    .operation("subscribe").hint("shm: and valkey:// tiers do").build();
+        }
+        if (listener == null || handler == null) {
+            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "subscribe needs a listener and an error handler")
+                    .store(uri).operation("subscribe").build();
+        }
+        TieredEvents events = TieredEvents.subscribe(uri, tiers, listener, handler, subscriptions::remove);
+        subscriptions.add(events);
+        return events;
+    }
+
+    /** Tells the subscribers that {@code key} was stored in, or removed from, this store through a call to it. */
+    private void tell(StoreEvent.Type type, String key, long bytes) {
+        for (TieredEvents e : subscriptions) {
+            e.tell(type, key, bytes);
+        }
+    }
+
+    /** Where lower tiers' failures that this store absorbs, and those of its write-back threads, are reported. */
+    @Override
+    public void errorHandler(ErrorHandler handler) {
+        if (handler == null) {
+            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "the error handler is null").store(uri)
+                    .operation("errorHandler").build();
+        }
+        this.errors = handler;
+    }
+
+    /**
+     * Refuses consume mode when no tier can remove: every consumed object would stay in every tier (and write-back
+     * would still copy it down), so a consumer's "removed after reading" would never hold.
+     */
+    @Override
+    public void checkConsumeMode() {
+        if (!capabilities.contains(StoreCapability.REMOVE)) {
+            StringBuilder names = new StringBuilder();
+            for (int i = 0; i < tiers.length; i++) {
+                names.append(i == 0 ? "" : ", ").append("tier ").append(i + 1).append(" (").append(tiers[i].uri())
+                        .append(')');
+            }
+            throw KVException.of(ErrorCode.INVALID_CONFIG, "consume mode over a write-" + (options.writeBack()
+                            ? "back" : "through") + " tiered store none of whose tiers can remove objects: " + names
+                            + " declare no REMOVE, so every consumed object would stay in every tier"
+                            + (options.writeBack() ? " and the write-back would still copy it down" : ""))
+                    .store(uri).operation("connect")
+                    .hint("use DropMode.RETAIN (kvc.connector.dropMode=retain), or tiers that can remove").build();
+        }
     }
 
     /** Checks every tier, and names each with its answer; throws when any tier fails, naming every one. */
@@ -445,12 +594,17 @@ public final class TieredStore implements KVStore {
         return report.toString();
     }
 
-    /** Drains the write-back for up to {@code drain-timeout}, then closes every tier. */
+    /**
+     * Closes the event subscriptions, drains the write-back queue (write-backs and removal retries) for up to
+     * {@code drain-timeout}, then closes every tier.
+     */
     @Override
     public void close() {
         if (!closed.compareAndSet(false, true)) {
             return;
         }
+        List<TieredEvents> open = List.copyOf(subscriptions);
+        open.forEach(TieredEvents::close);
         RuntimeException failure = null;
         if (writeBack != null) {
             writeBack.close(options.drainMillis());

@@ -1,17 +1,20 @@
 package dev.kvconnector.store.tiered;
 
 /**
- * The write-back's counters since the store opened.
+ * The write-back's counters since the store opened, with the removals that it retries.
  *
- * @param depth       objects waiting or going out now
+ * @param depth       write-backs and removals waiting or going out now
  * @param capacity    the queue's bound
  * @param written     objects written to every lower tier
- * @param dropped     waiting write-backs dropped: the oldest, from a full queue, and those left at close
+ * @param dropped     waiting write-backs and removals dropped: the oldest, from a full queue, and those left at
+ *                    close
  * @param lost        write-backs whose object the first tier no longer held when its turn came
- * @param failed      write-backs that failed (retried, unless the object can never fit the buffer)
+ * @param failed      write-backs and removals that failed (retried, unless the object can never fit the buffer)
  * @param refused     puts refused because the queue was full ({@code write-back-overflow=refuse})
- * @param lastFailure what the last failed write said, or null
+ * @param lastFailure what the last failed write or removal said, or null
+ * @param removals    removals that a lower tier failed, waiting or going out now (in {@code depth} too)
+ * @param removed     such removals that a retry has since made in every tier
  */
 public record WriteBackStats(int depth, int capacity, long written, long dropped, long lost, long failed, long refused,
-                             String lastFailure) {
+                             String lastFailure, int removals, long removed) {
 }

@@ -1,6 +1,6 @@
 /**
- * The {@code tiered:} store: an ordered list of stores, fastest first, that reads top-down, promotes on hit and
- * writes through or back. {@link dev.kvconnector.store.tiered.TieredStore} states the rules;
+ * The {@code tiered:} store: an ordered list of stores, fastest first, that reads top-down, promotes on hit,
+ * writes through or back, retries what a lower tier that was down missed, and tells each tier's events. {@link dev.kvconnector.store.tiered.TieredStore} states the rules;
  * {@link dev.kvconnector.store.tiered.TieredOptions} the URI options.
  *
  * <pre>{@code

@@ -16,7 +16,10 @@ class ShmLayoutTest {
         assertTrue(l.procOffset() >= l.bitmapOffset() + l.blockCount() / 8);
         assertEquals(l.procOffset() + ShmLayout.PROC_SLOTS * ShmLayout.PROC_STRIDE, l.indexOffset());
         assertTrue(l.entryOffset() >= l.indexOffset() + l.slotCount() * 8);
-        assertTrue(l.payloadOffset() >= l.entryOffset() + l.entryCount() * ShmLayout.ENTRY_BYTES);
+        assertTrue(l.ringOffset() >= l.entryOffset() + l.entryCount() * ShmLayout.ENTRY_BYTES);
+        assertEquals(ShmLayout.DEFAULT_RING, l.ringBytes());
+        assertTrue(l.payloadOffset() >= l.ringOffset() + l.ringBytes());
+        assertEquals(0, l.ringOffset() % 64);
         assertEquals(0, l.payloadOffset() % 4096, "the payload starts on a page");
         assertEquals(0, l.entryOffset() % 64);
         assertEquals(l.payloadOffset() + l.capacity(), l.fileSize());
@@ -39,28 +42,34 @@ class ShmLayoutTest {
         assertNull(ShmLayout.of(1 << 20, 4096, 15), "entries below 16");
         assertNull(ShmLayout.of(1 << 20, 4096, (1L << 24) + 1), "entries above 2^24");
         assertNull(ShmLayout.of((1L << 46) + 4096, 4096, 1024), "capacity above 2^46");
+        assertNull(ShmLayout.of(1 << 20, 4096, 1024, 2048), "event ring below 4 KiB");
+        assertNull(ShmLayout.of(1 << 20, 4096, 1024, 5000), "event ring not a power of two");
     }
 
     /**
-     * The format of version 1, pinned: a change to any of these numbers changes the file format, and must come with
+     * The format of version 2, pinned: a change to any of these numbers changes the file format, and must come with
      * a new {@link ShmLayout#VERSION} (so that a file of the old layout is refused, not misread).
      */
     @Test
-    void version1LayoutIsPinned() {
-        assertEquals(1, ShmLayout.VERSION);
+    void version2LayoutIsPinned() {
+        assertEquals(2, ShmLayout.VERSION);
         assertEquals(0x3130_4D48_5343_564BL, ShmLayout.MAGIC);
         ShmLayout l = ShmLayout.of(1 << 20, 4096, 1024);
         assertEquals(4096, l.bitmapOffset());
         assertEquals(4160, l.procOffset());
         assertEquals(36928, l.indexOffset());
         assertEquals(53312, l.entryOffset());
-        assertEquals(417792, l.payloadOffset());
-        assertEquals(1466368, l.fileSize());
+        assertEquals(413760, l.ringOffset());
+        assertEquals(1466368, l.payloadOffset());
+        assertEquals(2514944, l.fileSize());
+        assertEquals(288, ShmLayout.MAX_RECORD);
         assertEquals(352, ShmLayout.ENTRY_BYTES);
         assertEquals(512, ShmLayout.PROC_STRIDE);
         long[] header = {ShmLayout.H_LOCK, ShmLayout.H_INDEX_EPOCH, ShmLayout.H_CLOCK_HAND, ShmLayout.H_TOMBSTONES,
-                ShmLayout.H_PAYLOAD_OFFSET, ShmLayout.E_REFERENCED, ShmLayout.E_KEY};
-        long[] pinned = {256, 320, 384, 456, 128, 80, 96};
+                ShmLayout.H_PAYLOAD_OFFSET, ShmLayout.E_REFERENCED, ShmLayout.E_KEY, ShmLayout.H_RING_OFFSET,
+                ShmLayout.H_RING_BYTES, ShmLayout.H_EVENT_EPOCH, ShmLayout.H_RING_TAIL_INTENT, ShmLayout.H_RING_TAIL,
+                ShmLayout.H_RING_LATEST, ShmLayout.H_EVENT_SEQ, ShmLayout.R_SEQUENCE, ShmLayout.R_KEY};
+        long[] pinned = {256, 320, 384, 456, 128, 80, 96, 136, 144, 152, 512, 520, 528, 536, 8, 32};
         for (int i = 0; i < header.length; i++) {
             assertEquals(pinned[i], header[i], "offset " + i);
         }

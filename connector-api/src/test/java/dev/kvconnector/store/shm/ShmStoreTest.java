@@ -85,7 +85,8 @@ class ShmStoreTest {
         assertEquals(100_000, s.size("k"));
         assertTrue(s.exists("k"));
         assertEquals(Set.of(StoreCapability.NATIVE_TTL, StoreCapability.SHARED_ACROSS_PROCESSES,
-                StoreCapability.LOCAL_MEMORY, StoreCapability.REMOVE, StoreCapability.CLAIM, StoreCapability.VIEW),
+                StoreCapability.LOCAL_MEMORY, StoreCapability.REMOVE, StoreCapability.CLAIM, StoreCapability.VIEW,
+                StoreCapability.EVENTS),
                 s.capabilities());
     }
 

@@ -345,7 +345,7 @@ class TieredStoreTest {
         for (String[] c : new String[][] {
                 {"tiered:", "needs at least one tier"},
                 {"tiered:?write=back", "needs at least one tier"},
-                {"tiered:[memory:][memory:?capacity=1MiB]", "tiers 1 and 2 name the same store"},
+                {"tiered:[shm:/same?dir=/tmp][shm:/same?capacity=1MiB&dir=/tmp/]", "tiers 1 and 2 name the same store"},
                 {"tiered:[memory:][tiered:[memory:]]", "tier 2 is itself a tiered: store"},
                 {"tiered:[memory:", "has no matching ']'"},
                 {"tiered:[memory:]x", "after the inner store URIs"},
