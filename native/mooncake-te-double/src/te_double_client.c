@@ -1,7 +1,10 @@
 /*
- * The sender side of the Transfer Engine TEST DOUBLE: segments (one connection and one worker
- * thread per opened peer), batches, submission and status. A segment's worker runs its jobs in
- * submission order, so a notification reaches the peer after the bytes submitted before it.
+ * The sender side of the Transfer Engine TEST DOUBLE: segments, batches, submission and status. Each opened peer
+ * has one connection and two threads. The sender takes every job queued so far and sends them back to back in one
+ * pipelined round (a run of WRITEs becomes one WRITEV message: entries, then the payloads straight from the
+ * caller's memory), without waiting for the peer between requests; the receiver reads the peer's replies, which
+ * come in send order, and ends the tasks they answer. Jobs go out in submission order, so a notification reaches
+ * the peer after the bytes submitted before it.
  */
 #include "te_double.h"
 
@@ -17,96 +20,267 @@ static int connect_timeout_ms(void) {
     return ms > 0 ? ms : 1000;
 }
 
-static int run_transfer(struct segment *s, struct task *t) {
-    const struct transfer_request *r = &t->request;
-    struct wire_header h = {.op = r->opcode == OPCODE_WRITE ? WIRE_WRITE : WIRE_READ,
-                            .a = r->target_offset, .b = r->length};
-    struct wire_reply reply;
-    if (wire_send_all(s->fd, &h, sizeof h) != 0) {
-        return -1;
+/* Ends a task: COMPLETED with every byte, or FAILED. The task is not touched after this. */
+static void task_end(struct task *t, int ok) {
+    if (ok) {
+        atomic_store(&t->transferred, t->request.length);
     }
-    if (r->opcode == OPCODE_WRITE) {
-        if (wire_send_all(s->fd, r->source, r->length) != 0 || wire_recv_all(s->fd, &reply, sizeof reply) != 0) {
-            return -1;
+    atomic_store(&t->status, ok ? STATUS_COMPLETED : STATUS_FAILED);
+}
+
+/* Fails every task of the jobs and frees them. */
+static void jobs_fail(struct job *j) {
+    while (j != NULL) {
+        struct job *next = j->next;
+        if (j->task != NULL) {
+            task_end(j->task, 0);
         }
-        return (int)reply.status;
+        free(j->name);
+        free(j->msg);
+        free(j);
+        j = next;
     }
-    if (wire_recv_all(s->fd, &reply, sizeof reply) != 0) {
-        return -1;
-    }
-    if (reply.status == WIRE_OK && wire_recv_all(s->fd, r->source, r->length) != 0) {
-        return -1;
-    }
-    return (int)reply.status;
 }
 
-static int run_notify(struct segment *s, const char *name, const char *msg) {
-    struct wire_header h = {.op = WIRE_NOTIFY, .a = strlen(name), .b = strlen(msg)};
-    struct wire_reply reply;
-    if (wire_send_all(s->fd, &h, sizeof h) != 0 || wire_send_all(s->fd, name, h.a) != 0
-        || wire_send_all(s->fd, msg, h.b) != 0 || wire_recv_all(s->fd, &reply, sizeof reply) != 0) {
-        return -1;
+/* Frees a chain of awaited messages; with fail, first fails every task they hold. */
+static void awaited_free(struct awaited *a, int fail) {
+    while (a != NULL) {
+        struct awaited *next = a->next;
+        for (uint32_t i = 0; fail && i < a->count; i++) {
+            task_end(a->tasks[i], 0);
+        }
+        free(a);
+        a = next;
     }
-    return 0;
 }
 
-static void *segment_worker(void *arg) {
+/* Marks the connection broken and shuts it down, which wakes both threads: every task not answered fails. */
+static void segment_break(struct segment *s) {
+    pthread_mutex_lock(&s->lock);
+    int was = atomic_exchange(&s->broken, 1);
+    int closing = s->closing;
+    pthread_mutex_unlock(&s->lock);
+    if (!was && !closing) {
+        fprintf(stderr, TE_LOG_PREFIX "connection to segment %s broke; its transfers fail\n", s->name);
+    }
+    shutdown(s->fd, SHUT_RDWR);
+}
+
+static struct awaited *awaited_new(uint32_t op, uint32_t count) {
+    struct awaited *a = malloc(sizeof *a + count * sizeof a->tasks[0]);
+    if (a != NULL) {
+        a->op = op;
+        a->count = count;
+        a->next = NULL;
+    }
+    return a;
+}
+
+/*
+ * One pipelined round: the jobs as messages in one iovec (headers and WRITEV entries from the sender's scratch,
+ * payloads from the callers' memory), registered as awaited before the first byte goes out, then sent.
+ */
+static void send_round(struct segment *s, struct job *jobs) {
+    size_t njobs = 0;
+    for (struct job *j = jobs; j != NULL; j = j->next) {
+        njobs++;
+    }
+    /* At most a header and an entry per job, and three iovec entries per job plus one per message. */
+    char *headers = scratch_reserve(&s->headers, njobs * (sizeof(struct wire_header) + sizeof(struct wire_entry)));
+    struct iovec *iov = scratch_reserve(&s->iov, njobs * 4 * sizeof *iov);
+    struct awaited *first = NULL;
+    struct awaited *last = NULL;
+    size_t n = 0;
+    int ok = headers != NULL && iov != NULL;
+    for (struct job *j = jobs; ok && j != NULL; ) {
+        struct wire_header *h = (struct wire_header *)headers;
+        headers += sizeof *h;
+        memset(h, 0, sizeof *h);
+        iov[n++] = (struct iovec){.iov_base = h, .iov_len = sizeof *h};
+        if (j->task == NULL) {
+            h->op = WIRE_NOTIFY;
+            h->a = strlen(j->name);
+            h->b = strlen(j->msg);
+            iov[n++] = (struct iovec){.iov_base = j->name, .iov_len = h->a};
+            iov[n++] = (struct iovec){.iov_base = j->msg, .iov_len = h->b};
+            j = j->next;
+            continue;
+        }
+        uint32_t count = 0;
+        if (j->task->request.opcode == OPCODE_READ) {
+            count = 1;
+        } else {
+            for (struct job *k = j; k != NULL && k->task != NULL && k->task->request.opcode == OPCODE_WRITE
+                 && count < WIRE_VECTOR_MAX; k = k->next) {
+                count++;
+            }
+        }
+        struct awaited *a = awaited_new(j->task->request.opcode == OPCODE_READ ? WIRE_READ : WIRE_WRITEV, count);
+        if (a == NULL) {
+            ok = 0;
+            break;
+        }
+        if (last != NULL) {
+            last->next = a;
+        } else {
+            first = a;
+        }
+        last = a;
+        h->op = a->op;
+        if (a->op == WIRE_READ) {
+            h->a = j->task->request.target_offset;
+            h->b = j->task->request.length;
+            a->tasks[0] = j->task;
+            j = j->next;
+            continue;
+        }
+        h->count = count;
+        struct wire_entry *entries = (struct wire_entry *)headers;
+        headers += count * sizeof *entries;
+        iov[n - 1].iov_len += count * sizeof *entries;
+        for (uint32_t i = 0; i < count; i++, j = j->next) {
+            const struct transfer_request *r = &j->task->request;
+            entries[i] = (struct wire_entry){.addr = r->target_offset, .length = r->length};
+            iov[n++] = (struct iovec){.iov_base = r->source, .iov_len = r->length};
+            h->a += r->length;
+            a->tasks[i] = j->task;
+        }
+    }
+    for (struct job *j = jobs; j != NULL; j = j->next) {
+        if (j->task != NULL) {
+            atomic_store(&j->task->status, STATUS_PENDING);
+        }
+    }
+    pthread_mutex_lock(&s->lock);
+    if (!ok || atomic_load(&s->broken)) {
+        pthread_mutex_unlock(&s->lock);
+        awaited_free(first, 0);
+        jobs_fail(jobs);
+        return;
+    }
+    if (s->awaited_tail != NULL) {
+        s->awaited_tail->next = first;
+    } else {
+        s->awaited_head = first;
+    }
+    if (last != NULL) {
+        s->awaited_tail = last;
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (wire_send_iov(s->fd, iov, n) != 0) {
+        segment_break(s);
+    }
+    while (jobs != NULL) {
+        struct job *next = jobs->next;
+        free(jobs->name);
+        free(jobs->msg);
+        free(jobs);
+        jobs = next;
+    }
+}
+
+static void *segment_sender(void *arg) {
     struct segment *s = arg;
     for (;;) {
         pthread_mutex_lock(&s->lock);
         while (s->head == NULL && !s->stopping) {
             pthread_cond_wait(&s->wake, &s->lock);
         }
-        struct job *job = s->head;
-        if (job == NULL) {
-            pthread_mutex_unlock(&s->lock);
+        struct job *jobs = s->head;
+        s->head = NULL;
+        s->tail = NULL;
+        pthread_mutex_unlock(&s->lock);
+        if (jobs == NULL) {
             return NULL;
         }
-        s->head = job->next;
-        if (s->head == NULL) {
-            s->tail = NULL;
-        }
-        int broken = s->broken;
-        pthread_mutex_unlock(&s->lock);
-
-        int rc = broken ? -1 : 0;
-        if (job->task != NULL) {
-            if (rc == 0) {
-                atomic_store(&job->task->status, STATUS_PENDING);
-                rc = run_transfer(s, job->task);
-            }
-            if (rc == 0) {
-                atomic_store(&job->task->transferred, job->task->request.length);
-            }
-            atomic_store(&job->task->status, rc == 0 ? STATUS_COMPLETED : STATUS_FAILED);
-        } else if (rc == 0) {
-            rc = run_notify(s, job->name, job->msg);
-        }
-        if (rc < 0) {
-            fprintf(stderr, TE_LOG_PREFIX "connection to segment %s broke; its transfers fail\n", s->name);
-            pthread_mutex_lock(&s->lock);
-            s->broken = 1;
-            pthread_mutex_unlock(&s->lock);
-        }
-        free(job->name);
-        free(job->msg);
-        free(job);
+        send_round(s, jobs);
     }
 }
 
-int segment_enqueue(struct segment *s, struct job *job) {
+/* Ends the tasks a reply answers; -1 when the reply does not fit the message or the connection broke. */
+static int receive_reply(struct segment *s, struct awaited *a, const struct wire_reply *reply) {
+    if (a->op == WIRE_READ) {
+        struct task *t = a->tasks[0];
+        int rc = reply->failed == 0 ? 0 : -1;
+        if (rc == 0 && reply->status == WIRE_OK) {
+            rc = wire_recv_all(s->fd, t->request.source, t->request.length);
+        }
+        task_end(t, rc == 0 && reply->status == WIRE_OK);
+        return rc;
+    }
+    uint32_t refused[WIRE_VECTOR_MAX];
+    if (reply->failed > a->count
+        || wire_recv_all(s->fd, refused, reply->failed * sizeof refused[0]) != 0) {
+        for (uint32_t i = 0; i < a->count; i++) {
+            task_end(a->tasks[i], 0);
+        }
+        return -1;
+    }
+    /* The peer lists refused entries in ascending order. */
+    uint32_t next = 0;
+    for (uint32_t i = 0; i < a->count; i++) {
+        int refused_here = next < reply->failed && refused[next] == i;
+        next += (uint32_t)refused_here;
+        task_end(a->tasks[i], !refused_here);
+    }
+    return 0;
+}
+
+static void *segment_receiver(void *arg) {
+    struct segment *s = arg;
+    struct wire_reply reply;
+    while (wire_recv_all(s->fd, &reply, sizeof reply) == 0) {
+        pthread_mutex_lock(&s->lock);
+        struct awaited *a = s->awaited_head;
+        if (a != NULL) {
+            s->awaited_head = a->next;
+            if (s->awaited_head == NULL) {
+                s->awaited_tail = NULL;
+            }
+        }
+        pthread_mutex_unlock(&s->lock);
+        if (a == NULL) {
+            fprintf(stderr, TE_LOG_PREFIX "segment %s answered a request never sent\n", s->name);
+            break;
+        }
+        a->next = NULL;
+        int rc = receive_reply(s, a, &reply);
+        free(a);
+        if (rc != 0) {
+            break;
+        }
+        pthread_mutex_lock(&s->lock);
+        if (s->awaited_head == NULL) {
+            pthread_cond_broadcast(&s->answered);
+        }
+        pthread_mutex_unlock(&s->lock);
+    }
+    segment_break(s);
+    pthread_mutex_lock(&s->lock);
+    struct awaited *left = s->awaited_head;
+    s->awaited_head = NULL;
+    s->awaited_tail = NULL;
+    s->receiver_done = 1;
+    pthread_cond_broadcast(&s->answered);
+    pthread_mutex_unlock(&s->lock);
+    awaited_free(left, 1);
+    return NULL;
+}
+
+/* Appends the jobs first..last (linked) to the segment's queue; -1 when the segment is closing. */
+int segment_enqueue(struct segment *s, struct job *first, struct job *last) {
     pthread_mutex_lock(&s->lock);
     if (s->stopping) {
         pthread_mutex_unlock(&s->lock);
         return -1;
     }
-    job->next = NULL;
+    last->next = NULL;
     if (s->tail != NULL) {
-        s->tail->next = job;
+        s->tail->next = first;
     } else {
-        s->head = job;
+        s->head = first;
     }
-    s->tail = job;
+    s->tail = last;
     pthread_cond_signal(&s->wake);
     pthread_mutex_unlock(&s->lock);
     return 0;
@@ -122,6 +296,16 @@ struct segment *segment_get(struct engine *e, int64_t id) {
     return s;
 }
 
+static void segment_free(struct segment *s) {
+    close(s->fd);
+    pthread_mutex_destroy(&s->lock);
+    pthread_cond_destroy(&s->wake);
+    pthread_cond_destroy(&s->answered);
+    free(s->iov.data);
+    free(s->headers.data);
+    free(s);
+}
+
 static segment_id_t open_segment(struct engine *e, const char *name, int use_cache) {
     if (e == NULL || name == NULL || strlen(name) >= TE_NAME_MAX) {
         return TE_ERR;
@@ -133,7 +317,8 @@ static segment_id_t open_segment(struct engine *e, const char *name, int use_cac
     pthread_mutex_lock(&e->segments_lock);
     if (use_cache) {
         for (int i = 0; i < TE_MAX_SEGMENTS; i++) {
-            if (e->segments[i] != NULL && strcmp(e->segments[i]->name, name) == 0 && !e->segments[i]->broken) {
+            if (e->segments[i] != NULL && strcmp(e->segments[i]->name, name) == 0
+                && !atomic_load(&e->segments[i]->broken)) {
                 pthread_mutex_unlock(&e->segments_lock);
                 return i + 1;
             }
@@ -162,14 +347,20 @@ static segment_id_t open_segment(struct engine *e, const char *name, int use_cac
     snprintf(s->name, sizeof s->name, "%s", name);
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->wake, NULL);
+    pthread_cond_init(&s->answered, NULL);
+    if (pthread_create(&s->receiver, NULL, segment_receiver, s) != 0) {
+        segment_free(s);
+        return TE_ERR;
+    }
     pthread_mutex_lock(&e->segments_lock);
     while (slot < TE_MAX_SEGMENTS && e->segments[slot] != NULL) {
         slot++; /* taken by a concurrent open meanwhile */
     }
-    if (slot == TE_MAX_SEGMENTS || pthread_create(&s->worker, NULL, segment_worker, s) != 0) {
+    if (slot == TE_MAX_SEGMENTS || pthread_create(&s->sender, NULL, segment_sender, s) != 0) {
         pthread_mutex_unlock(&e->segments_lock);
-        close(fd);
-        free(s);
+        shutdown(fd, SHUT_RDWR);
+        pthread_join(s->receiver, NULL);
+        segment_free(s);
         return TE_ERR;
     }
     s->id = slot + 1;
@@ -186,17 +377,22 @@ segment_id_t openSegmentNoCache(transfer_engine_t engine, const char *segment_na
     return open_segment(engine, segment_name, 0);
 }
 
+/* Sends what is queued, waits for every reply (or the connection's end), then ends both threads. */
 static void segment_stop(struct segment *s) {
     pthread_mutex_lock(&s->lock);
     s->stopping = 1;
     pthread_cond_signal(&s->wake);
     pthread_mutex_unlock(&s->lock);
-    pthread_join(s->worker, NULL); /* runs the jobs still queued first */
+    pthread_join(s->sender, NULL);
+    pthread_mutex_lock(&s->lock);
+    while (s->awaited_head != NULL && !s->receiver_done) {
+        pthread_cond_wait(&s->answered, &s->lock);
+    }
+    s->closing = 1;
+    pthread_mutex_unlock(&s->lock);
     shutdown(s->fd, SHUT_RDWR);
-    close(s->fd);
-    pthread_mutex_destroy(&s->lock);
-    pthread_cond_destroy(&s->wake);
-    free(s);
+    pthread_join(s->receiver, NULL);
+    segment_free(s);
 }
 
 int closeSegment(transfer_engine_t engine, segment_id_t segment_id) {
@@ -229,11 +425,13 @@ batch_id_t allocateBatchID(transfer_engine_t engine, size_t batch_size) {
     if (engine == NULL || batch_size == 0 || batch_size > (1u << 20)) {
         return INVALID_BATCH;
     }
-    struct batch *b = calloc(1, sizeof *b + batch_size * sizeof(struct task));
+    /* Tasks are set when submitted: a large batch costs no zeroing of tasks it never uses. */
+    struct batch *b = malloc(sizeof *b + batch_size * sizeof(struct task));
     if (b == NULL) {
         return INVALID_BATCH;
     }
     b->capacity = batch_size;
+    b->count = 0;
     return (batch_id_t)(uintptr_t)b;
 }
 
@@ -272,34 +470,54 @@ static int submit(struct engine *e, batch_id_t batch_id, struct transfer_request
     if (notify != NULL && (notify_to == NULL || notify->name == NULL || notify->msg == NULL)) {
         return TE_INVALID_ARGUMENT;
     }
-    for (size_t i = 0; i < count; i++) {
-        struct task *t = &b->tasks[b->count++];
-        t->request = entries[i];
-        t->polled_terminal = 0;
-        atomic_store(&t->transferred, 0);
-        atomic_store(&t->status, STATUS_WAITING);
-        struct job *job = calloc(1, sizeof *job);
-        if (job != NULL) {
-            job->task = t;
+    /* Each run of requests to one segment is queued at once, so its sender sends it in one round. */
+    struct segment *run_to = NULL;
+    struct job *first = NULL;
+    struct job *last = NULL;
+    for (size_t i = 0; i <= count; i++) {
+        struct segment *s = i < count ? segment_get(e, entries[i].target_id) : notify_to;
+        if (s != run_to && first != NULL) {
+            if (segment_enqueue(run_to, first, last) != 0) {
+                jobs_fail(first);
+            }
+            first = NULL;
         }
-        struct segment *s = segment_get(e, entries[i].target_id);
-        if (job == NULL || s == NULL || segment_enqueue(s, job) != 0) {
-            free(job);
-            atomic_store(&t->status, STATUS_FAILED);
+        run_to = s;
+        struct job *job = calloc(1, sizeof *job);
+        if (i == count) {
+            if (notify == NULL) {
+                free(job);
+                break;
+            }
+            if (job != NULL) {
+                job->name = strdup(notify->name);
+                job->msg = strdup(notify->msg);
+            }
+            if (job == NULL || job->name == NULL || job->msg == NULL) {
+                jobs_fail(job);
+                job = NULL;
+            }
+        } else {
+            struct task *t = &b->tasks[b->count++];
+            t->request = entries[i];
+            t->polled_terminal = 0;
+            atomic_store(&t->transferred, 0);
+            atomic_store(&t->status, job == NULL ? STATUS_FAILED : STATUS_WAITING);
+            if (job != NULL) {
+                job->task = t;
+            }
+        }
+        if (job != NULL) {
+            if (first == NULL) {
+                first = job;
+            } else {
+                last->next = job;
+            }
+            last = job;
         }
     }
-    if (notify != NULL) {
-        struct job *job = calloc(1, sizeof *job);
-        if (job == NULL) {
-            return TE_INVALID_ARGUMENT;
-        }
-        job->name = strdup(notify->name);
-        job->msg = strdup(notify->msg);
-        if (segment_enqueue(notify_to, job) != 0) {
-            free(job->name);
-            free(job->msg);
-            free(job);
-        }
+    if (first != NULL && segment_enqueue(run_to, first, last) != 0) {
+        jobs_fail(first);
     }
     return 0;
 }
@@ -340,10 +558,8 @@ int genNotifyInEngine(transfer_engine_t engine, uint64_t target_id, notify_msg_t
     }
     job->name = strdup(notify_msg.name);
     job->msg = strdup(notify_msg.msg);
-    if (job->name == NULL || job->msg == NULL || segment_enqueue(s, job) != 0) {
-        free(job->name);
-        free(job->msg);
-        free(job);
+    if (job->name == NULL || job->msg == NULL || segment_enqueue(s, job, job) != 0) {
+        jobs_fail(job);
         return TE_ERR;
     }
     return 0;
