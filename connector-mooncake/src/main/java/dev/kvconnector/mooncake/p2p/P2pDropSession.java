@@ -16,7 +16,6 @@ import dev.kvconnector.paged.TokenSlots;
 import dev.kvconnector.tensor.Tensor;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.TimeUnit;
-import java.util.function.BooleanSupplier;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -39,6 +38,7 @@ public final class P2pDropSession implements DropSession {
     private final MemorySegment hiddenLanding;
     private final long layerBytes;
     private final long tokenBytes;
+    private final BlockRuns runs;
     private final WordSum sum = new WordSum();
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition changed = lock.newCondition();
@@ -69,6 +69,7 @@ public final class P2pDropSession implements DropSession {
         KVLayout layout = c.layout;
         this.blockIds = blockIds(slots, tokens, layout.blockSize());
         this.tokenBytes = layout.bytesPerTokenPerTensor();
+        this.runs = new BlockRuns(blockIds, layout.blockSize(), tokens);
         this.layerBytes = layout.layerBytes(tokens);
         this.hidden = target.hidden();
         this.hiddenLanding = hidden == null ? null : c.staging.acquire(hiddenBytes());
@@ -234,7 +235,7 @@ public final class P2pDropSession implements DropSession {
             if (verified[layer]) {
                 return true;
             }
-            if (!waitUntil(() -> announced[layer], "layer " + layer)) {
+            if (!waitUntil(layer)) {
                 return false;
             }
         } finally {
@@ -259,17 +260,33 @@ public final class P2pDropSession implements DropSession {
         }
     }
 
-    /** Waits, holding the lock, until {@code done} holds; false on a miss, or on a timeout, which it records. */
-    private boolean waitUntil(BooleanSupplier done, String what) {
-        while (miss == null && !done.getAsBoolean()) {
-            if (producerDone && !done.getAsBoolean()) {
-                missOnce(MissReason.CORRUPT, "P ended the transfer without " + what);
+    /** What {@link #waitUntil} waits for, besides a layer (its index). */
+    private static final int HIDDEN = -1;
+    private static final int COMMIT = -2;
+
+    /** Whether {@code what} (a layer, {@link #HIDDEN} or {@link #COMMIT}) has come; the caller holds the lock. */
+    private boolean arrived(int what) {
+        return what >= 0 ? announced[what] : what == HIDDEN ? hiddenAnnounced : committed;
+    }
+
+    private static String describe(int what) {
+        return what >= 0 ? "layer " + what : what == HIDDEN ? "hidden states" : "commit";
+    }
+
+    /**
+     * Waits, holding the lock, until {@code what} (a layer, {@link #HIDDEN} or {@link #COMMIT}) has come; false on a
+     * miss, or on a timeout, which it records.
+     */
+    private boolean waitUntil(int what) {
+        while (miss == null && !arrived(what)) {
+            if (producerDone) {
+                missOnce(MissReason.CORRUPT, "P ended the transfer without " + describe(what));
                 return false;
             }
             long left = lastProgress + c.layerTimeoutNanos - System.nanoTime();
             if (left <= 0) {
                 timedOut = true;
-                missOnce(MissReason.TIMED_OUT, "no " + what + " within " + TimeUnit.NANOSECONDS.toMillis(
+                missOnce(MissReason.TIMED_OUT, "no " + describe(what) + " within " + TimeUnit.NANOSECONDS.toMillis(
                         c.layerTimeoutNanos) + " ms of P's last message (did P die, or never get D's "
                         + "kv_transfer_params?)");
                 return false;
@@ -278,7 +295,7 @@ public final class P2pDropSession implements DropSession {
                 changed.awaitNanos(left);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
-                missOnce(MissReason.ABSENT, "interrupted while waiting for " + what);
+                missOnce(MissReason.ABSENT, "interrupted while waiting for " + describe(what));
             }
         }
         return miss == null;
@@ -300,15 +317,16 @@ public final class P2pDropSession implements DropSession {
         }
     }
 
-    /** The word sum of the request's tokens of {@code layer} in D's blocks, tensor by tensor, in token order. */
+    /**
+     * The word sum of the request's tokens of {@code layer} in D's blocks, in place, tensor by tensor, in token
+     * order: one pass over the landed bytes, a run of consecutive blocks at a time.
+     */
     private int layerSum(int layer) {
         sum.reset();
         for (int t = 0; t < c.layout.tensorsPerLayer(); t++) {
             MemorySegment seg = cache.tensor(layer, t);
-            int bs = c.layout.blockSize();
-            for (int b = 0; b < blockIds.length; b++) {
-                int n = Math.min(bs, tokens - b * bs);
-                sum.update(seg, (long) blockIds[b] * bs * tokenBytes, n * tokenBytes);
+            for (int r = 0; r < runs.count(); r++) {
+                sum.update(seg, runs.firstSlot(r) * tokenBytes, runs.tokens(r) * tokenBytes);
             }
         }
         return sum.value();
@@ -338,7 +356,7 @@ public final class P2pDropSession implements DropSession {
         }
         lock.lock();
         try {
-            if (hidden != null && waitUntil(() -> hiddenAnnounced, "hidden states")) {
+            if (hidden != null && waitUntil(HIDDEN)) {
                 sum.reset();
                 ChecksummedCopy.copy(hiddenLanding, 0, hidden.segment(), 0, hiddenBytes(), sum);
                 if (sum.value() != hiddenSum) {
@@ -346,7 +364,7 @@ public final class P2pDropSession implements DropSession {
                             + ", P announced " + Integer.toHexString(hiddenSum));
                 }
             }
-            waitUntil(() -> committed, "commit");
+            waitUntil(COMMIT);
             if (miss != null && producer != null && !producerDone) {
                 String stop = P2pMessage.cancel(c.engine.segmentName(), miss.reason().name());
                 lock.unlock();

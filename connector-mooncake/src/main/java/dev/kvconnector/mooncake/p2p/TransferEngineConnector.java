@@ -292,12 +292,20 @@ public final class TransferEngineConnector implements KVStoreConnector {
 
     /** Takes back a batch whose tasks have all ended; one that cannot be reset is closed. */
     void releaseBatch(TransferBatch batch) {
+        if (reset(batch)) {
+            idleBatches.add(batch);
+        }
+    }
+
+    /** Empties a batch whose tasks have all ended, for reuse; false when it could not be, and was closed. */
+    boolean reset(TransferBatch batch) {
         try {
             batch.reset();
-            idleBatches.add(batch);
+            return true;
         } catch (KVException e) {
             errors.onError("p2p batch reset on " + endpoint, e);
             batch.close();
+            return false;
         }
     }
 

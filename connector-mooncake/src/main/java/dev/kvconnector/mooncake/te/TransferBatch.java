@@ -6,7 +6,6 @@ import static dev.kvconnector.mooncake.te.TransferEngineLibrary.REQ_RESERVED;
 import static dev.kvconnector.mooncake.te.TransferEngineLibrary.REQ_SOURCE;
 import static dev.kvconnector.mooncake.te.TransferEngineLibrary.REQ_TARGET_ID;
 import static dev.kvconnector.mooncake.te.TransferEngineLibrary.REQ_TARGET_OFFSET;
-import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
@@ -67,6 +66,7 @@ public final class TransferBatch implements AutoCloseable {
     private final MemorySegment status;
     private final MemorySegment notifyScratch;
     private final MemorySegment[] locals;
+    private final long[] localOffsets;
     private final RemoteSegment[] peers;
     private long batchId;
     private int added;
@@ -88,6 +88,7 @@ public final class TransferBatch implements AutoCloseable {
             this.notifyScratch = arena.allocate(TransferEngineLibrary.NOTIFY_MSG.byteSize()
                     + TransferEngine.NOTIFY_BYTES, 8);
             this.locals = new MemorySegment[capacity];
+            this.localOffsets = new long[capacity];
             this.peers = new RemoteSegment[capacity];
             this.batchId = allocate();
         } catch (RuntimeException e) {
@@ -119,7 +120,19 @@ public final class TransferBatch implements AutoCloseable {
      * @throws IndexOutOfBoundsException when {@code bytes} exceeds {@code source}
      */
     public int write(MemorySegment source, RemoteSegment peer, long remoteAddress, long bytes) {
-        return add(TransferEngineLibrary.OPCODE_WRITE, source, peer, remoteAddress, bytes);
+        return add(TransferEngineLibrary.OPCODE_WRITE, source, 0, peer, remoteAddress, bytes);
+    }
+
+    /**
+     * Adds a WRITE of {@code bytes} from {@code source} at byte offset {@code offset} to {@code remoteAddress} in
+     * {@code peer}'s memory: {@link #write(MemorySegment, RemoteSegment, long, long)} of a part of a buffer,
+     * without a slice object per request.
+     *
+     * @return the request's index in the batch, or {@link #BATCH_FULL}
+     * @throws IndexOutOfBoundsException when {@code [offset, offset + bytes)} exceeds {@code source}
+     */
+    public int write(MemorySegment source, long offset, RemoteSegment peer, long remoteAddress, long bytes) {
+        return add(TransferEngineLibrary.OPCODE_WRITE, source, offset, peer, remoteAddress, bytes);
     }
 
     /**
@@ -129,12 +142,13 @@ public final class TransferBatch implements AutoCloseable {
      * @return the request's index in the batch, or {@link #BATCH_FULL}
      */
     public int read(MemorySegment destination, RemoteSegment peer, long remoteAddress, long bytes) {
-        return add(TransferEngineLibrary.OPCODE_READ, destination, peer, remoteAddress, bytes);
+        return add(TransferEngineLibrary.OPCODE_READ, destination, 0, peer, remoteAddress, bytes);
     }
 
-    private int add(int opcode, MemorySegment local, RemoteSegment peer, long remoteAddress, long bytes) {
+    private int add(int opcode, MemorySegment local, long offset, RemoteSegment peer, long remoteAddress,
+                    long bytes) {
         checkOpen();
-        Objects.checkFromIndexSize(0, bytes, local.byteSize());
+        Objects.checkFromIndexSize(offset, bytes, local.byteSize());
         TransferEngine.requireNative(local);
         if (added == capacity) {
             return BATCH_FULL;
@@ -142,12 +156,14 @@ public final class TransferBatch implements AutoCloseable {
         long at = added * TransferEngineLibrary.TRANSFER_REQUEST.byteSize();
         requests.set(JAVA_INT, at + REQ_OPCODE, opcode);
         requests.set(JAVA_INT, at + REQ_OPCODE + 4, 0);
-        requests.set(ADDRESS, at + REQ_SOURCE, local);
+        // source is a pointer: 64 bits on every platform the engine runs on
+        requests.set(JAVA_LONG, at + REQ_SOURCE, local.address() + offset);
         requests.set(JAVA_INT, at + REQ_TARGET_ID, peer.id());
         requests.set(JAVA_INT, at + REQ_RESERVED, 0);
         requests.set(JAVA_LONG, at + REQ_TARGET_OFFSET, remoteAddress);
         requests.set(JAVA_LONG, at + REQ_LENGTH, bytes);
         locals[added] = local;
+        localOffsets[added] = offset;
         peers[added] = peer;
         return added++;
     }
@@ -256,7 +272,7 @@ public final class TransferBatch implements AutoCloseable {
         long at = failedTask * TransferEngineLibrary.TRANSFER_REQUEST.byteSize();
         return TransferEngineErrors.transferFailed(engine.uri(), failedState,
                 requests.get(JAVA_INT, at + REQ_OPCODE) == TransferEngineLibrary.OPCODE_WRITE,
-                peers[failedTask].name(), locals[failedTask].address(),
+                peers[failedTask].name(), locals[failedTask].address() + localOffsets[failedTask],
                 requests.get(JAVA_LONG, at + REQ_TARGET_OFFSET), requests.get(JAVA_LONG, at + REQ_LENGTH));
     }
 
