@@ -17,9 +17,9 @@ import java.util.concurrent.TimeUnit;
 /**
  * P's side of one peer-to-peer transfer: each {@link #putLayer} gathers the layer into registered staging with its
  * word sum, submits one batch of WRITEs into D's blocks followed by an {@code L} message, and returns; the batch
- * ends in the background and the next calls reap it. At most {@link #IN_FLIGHT} batches are in flight: a put waits
- * for the oldest beyond that, so the gather of one layer overlaps the transfer of the one before it while the
- * staging stays a few warm buffers. {@link #commit()} waits for every write, then sends {@code C}: P's confirmation
+ * ends in the background and the next calls reap it. At most the connector's {@code layersInFlight} batches are in
+ * flight: a put waits for the oldest beyond that (with the default 2, the gather of a layer overlaps the transfer of
+ * the one before it while the staging stays two warm buffers). {@link #commit()} waits for every write, then sends {@code C}: P's confirmation
  * that nothing of the transfer is in flight. A stop from D ({@code X}) makes later puts write nothing and the commit
  * fail. Not thread-safe.
  *
@@ -29,12 +29,6 @@ import java.util.concurrent.TimeUnit;
  * must stay inside one (an RDMA memory region; the TCP transport's range check).
  */
 final class P2pInsertSession implements InsertSession {
-    /**
-     * Batches (layers, or the hidden states) in flight before a put waits for the oldest. Two let the gather of a
-     * layer overlap the transfer of the previous one; more only spread the staging over more memory, colder in the
-     * CPU's cache (benchmarks/results/REPORT.md, "Peer to peer").
-     */
-    static final int IN_FLIGHT = 2;
     private static final int HIDDEN = -1;
 
     private final TransferEngineConnector c;
@@ -48,13 +42,14 @@ final class P2pInsertSession implements InsertSession {
     /** D's blocks as runs: one WRITE per run and tensor. */
     private final BlockRuns runs;
     /**
-     * A ring of {@link #IN_FLIGHT} slots, the oldest batch in flight at {@code flightHead}: each slot keeps its batch
-     * for the whole transfer (reset between layers, back to the connector at the end) and holds, while in flight,
-     * the staging and what it carries (a layer, or {@link #HIDDEN}).
+     * A ring of {@code layersInFlight} slots, the oldest batch in flight at {@code flightHead}: each slot keeps its
+     * batch for the whole transfer (reset between layers, back to the connector at the end) and holds, while in
+     * flight, the staging and what it carries (a layer, or {@link #HIDDEN}).
      */
-    private final TransferBatch[] batches = new TransferBatch[IN_FLIGHT];
-    private final MemorySegment[] flightStaging = new MemorySegment[IN_FLIGHT];
-    private final int[] flightWhat = new int[IN_FLIGHT];
+    private final int slots;
+    private final TransferBatch[] batches;
+    private final MemorySegment[] flightStaging;
+    private final int[] flightWhat;
     private int flightHead;
     private int flightSize;
     private final WordSum sum = new WordSum();
@@ -77,6 +72,10 @@ final class P2pInsertSession implements InsertSession {
         this.tokens = d.tokens();
         this.tensorBytes = tokens * layout.bytesPerTokenPerTensor();
         this.put = new boolean[layout.numLayers()];
+        this.slots = c.layersInFlight;
+        this.batches = new TransferBatch[slots];
+        this.flightStaging = new MemorySegment[slots];
+        this.flightWhat = new int[slots];
         this.runs = new BlockRuns(d.blockIds(), layout.blockSize(), tokens);
         int writes = runs.count() * layout.tensorsPerLayer();
         if (writes > c.batchCapacity) {
@@ -133,7 +132,7 @@ final class P2pInsertSession implements InsertSession {
         addWrites(batch, staging, layer);
         submit(batch, staging, layer, P2pMessage.layer(self, layer, bytes, sum.value()));
         c.metrics.insertLayer(System.nanoTime() - start, bytes, runs.count() * layout.tensorsPerLayer());
-        reap(IN_FLIGHT);
+        reap(slots);
     }
 
     @Override
@@ -157,7 +156,7 @@ final class P2pInsertSession implements InsertSession {
 
     /** The batch of the next free slot ({@link #lease} made one free), empty. */
     private TransferBatch nextBatch() {
-        int at = (flightHead + flightSize) % IN_FLIGHT;
+        int at = (flightHead + flightSize) % slots;
         if (batches[at] == null) {
             batches[at] = c.acquireBatch();
         }
@@ -173,7 +172,7 @@ final class P2pInsertSession implements InsertSession {
             failure = failure == null ? e : failure;
             throw e;
         }
-        int at = (flightHead + flightSize) % IN_FLIGHT;
+        int at = (flightHead + flightSize) % slots;
         flightStaging[at] = staging;
         flightWhat[at] = what;
         flightSize++;
@@ -202,9 +201,9 @@ final class P2pInsertSession implements InsertSession {
         submit(batch, staging, HIDDEN, P2pMessage.hidden(self, bytes, sum.value()));
     }
 
-    /** Staging for the next batch, once fewer than {@link #IN_FLIGHT} are in flight. */
+    /** Staging for the next batch, once fewer than {@code layersInFlight} are in flight. */
     private MemorySegment lease(long bytes) {
-        reap(IN_FLIGHT - 1);
+        reap(slots - 1);
         MemorySegment s = c.staging.tryAcquire(bytes);
         if (s == null) {
             reap(0);
@@ -228,7 +227,7 @@ final class P2pInsertSession implements InsertSession {
             }
             MemorySegment staging = flightStaging[at];
             flightStaging[at] = null;
-            flightHead = (flightHead + 1) % IN_FLIGHT;
+            flightHead = (flightHead + 1) % slots;
             flightSize--;
             if (rc == TransferBatch.IN_FLIGHT) {
                 failure = failure == null ? error(ErrorCode.TIMEOUT, describe(flightWhat[at]) + " still in flight "
@@ -257,7 +256,7 @@ final class P2pInsertSession implements InsertSession {
     /** Waits for every batch in flight, then gives the slots' batches back to the connector. */
     private void endFlight() {
         reap(0);
-        for (int i = 0; i < IN_FLIGHT; i++) {
+        for (int i = 0; i < slots; i++) {
             if (batches[i] != null) {
                 c.releaseBatch(batches[i]);
                 batches[i] = null;

@@ -20,7 +20,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * How P plans a layer's WRITEs: one per tensor and run of D's blocks that are consecutive in token order, however
- * P's own blocks lie; a plan that does not fit a batch is refused before anything is written.
+ * P's own blocks lie; a plan that does not fit a batch is refused before anything is written; any number of layers
+ * in flight delivers every byte.
  */
 class P2pWritePlanTest {
     private static final int TOKENS = 100;
@@ -104,5 +105,25 @@ class P2pWritePlanTest {
             assertEquals(P2pKv.LAYOUT.numLayers() * 2L, transfer(p, "t-fits", P2pKv.table(20, 1, BLOCKS, TOKENS)),
                     "7 consecutive blocks are one run, which fits a batch of 6 blocks x 2 tensors");
         }
+    }
+
+    @Test
+    void everyByteArrivesWithOneLayerInFlightAndWithMoreThanTheRequestHas() {
+        BlockTable scattered = P2pKv.table(40, 2, BLOCKS, TOKENS);
+        for (int layers : new int[] {1, P2pKv.LAYOUT.numLayers() + 2}) {
+            try (TransferEngineConnector p = TransferEngineConnector.builder(target.uri(), P2pKv.LAYOUT)
+                    .stagingBytes(1L << 20).layersInFlight(layers).build()) {
+                transfer(p, "t-in-flight-" + layers, scattered);
+                assertEquals(1, p.metrics().commits(), layers + " in flight");
+            }
+        }
+    }
+
+    @Test
+    void fewerThanOneLayerInFlightIsRefusedNamingTheSetting() {
+        KVException e = assertThrows(KVException.class, () -> TransferEngineConnector.builder(target.uri(),
+                P2pKv.LAYOUT).layersInFlight(0).build());
+        assertEquals(ErrorCode.INVALID_CONFIG, e.code());
+        assertTrue(e.getMessage().contains("layersInFlight > 0, not 0"), e.getMessage());
     }
 }
