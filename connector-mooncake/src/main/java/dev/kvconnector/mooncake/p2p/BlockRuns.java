@@ -1,5 +1,9 @@
 package dev.kvconnector.mooncake.p2p;
 
+import dev.kvconnector.error.ErrorCode;
+import dev.kvconnector.error.KVException;
+import dev.kvconnector.paged.TokenSlots;
+
 /**
  * A request's tokens in D's blocks as runs of consecutive blocks, in token order: run {@code r} holds
  * {@code tokens(r)} tokens from the request's token {@code firstToken(r)} on, in D's slots from
@@ -34,6 +38,35 @@ final class BlockRuns {
             tokens[r] = Math.min((b + run) * blockSize, requestTokens) - b * blockSize;
             b += run;
         }
+    }
+
+    /**
+     * D's block of each {@code blockSize} tokens of a request of {@code tokens} tokens at {@code slots}.
+     *
+     * @throws KVException {@code UNSUPPORTED} naming the token, for slots that do not fill whole blocks in order
+     */
+    static int[] blockIds(TokenSlots slots, int tokens, int blockSize, String transferId, String endpoint) {
+        int[] ids = new int[(tokens + blockSize - 1) / blockSize];
+        for (int b = 0; b < ids.length; b++) {
+            long first = slots.slot(b * blockSize);
+            if (first % blockSize != 0) {
+                throw unaligned(b * blockSize, first, blockSize, transferId, endpoint);
+            }
+            ids[b] = (int) (first / blockSize);
+            for (int t = b * blockSize + 1; t < Math.min(tokens, (b + 1) * blockSize); t++) {
+                if (slots.slot(t) != first + t - (long) b * blockSize) {
+                    throw unaligned(t, slots.slot(t), blockSize, transferId, endpoint);
+                }
+            }
+        }
+        return ids;
+    }
+
+    private static KVException unaligned(int token, long slot, int blockSize, String transferId, String endpoint) {
+        return KVException.of(ErrorCode.UNSUPPORTED, "transfer " + transferId + ": token " + token + " maps to slot "
+                        + slot + ", not the next row of a whole block of " + blockSize + " tokens")
+                .store(endpoint).operation("beginDropSelect").key(transferId)
+                .hint("a peer-to-peer destination is whole blocks: use a BlockTable").build();
     }
 
     /** How many runs. */

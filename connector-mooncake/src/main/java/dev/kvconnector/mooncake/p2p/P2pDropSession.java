@@ -12,7 +12,6 @@ import dev.kvconnector.layout.KVLayout;
 import dev.kvconnector.memory.ChecksummedCopy;
 import dev.kvconnector.memory.WordSum;
 import dev.kvconnector.paged.PagedKVCache;
-import dev.kvconnector.paged.TokenSlots;
 import dev.kvconnector.tensor.Tensor;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.TimeUnit;
@@ -32,7 +31,6 @@ public final class P2pDropSession implements DropSession {
     private final int tokens;
     private final DropTarget target;
     private final PagedKVCache cache;
-    private final TokenSlots slots;
     private final int[] blockIds;
     private final Tensor hidden;
     private final MemorySegment hiddenLanding;
@@ -65,9 +63,8 @@ public final class P2pDropSession implements DropSession {
         this.tokens = tokens;
         this.target = target;
         this.cache = paged.cache();
-        this.slots = paged.slots();
         KVLayout layout = c.layout;
-        this.blockIds = blockIds(slots, tokens, layout.blockSize());
+        this.blockIds = BlockRuns.blockIds(paged.slots(), tokens, layout.blockSize(), tid, c.endpoint);
         this.tokenBytes = layout.bytesPerTokenPerTensor();
         this.runs = new BlockRuns(blockIds, layout.blockSize(), tokens);
         this.layerBytes = layout.layerBytes(tokens);
@@ -83,31 +80,6 @@ public final class P2pDropSession implements DropSession {
 
     private long hiddenBytes() {
         return hidden.spec().byteSize();
-    }
-
-    /** The block of each {@code blockSize} tokens, refusing slots that do not fill whole blocks in order. */
-    private int[] blockIds(TokenSlots s, int n, int blockSize) {
-        int[] ids = new int[(n + blockSize - 1) / blockSize];
-        for (int b = 0; b < ids.length; b++) {
-            long first = s.slot(b * blockSize);
-            if (first % blockSize != 0) {
-                throw unaligned(b * blockSize, first, blockSize);
-            }
-            ids[b] = (int) (first / blockSize);
-            for (int t = b * blockSize + 1; t < Math.min(n, (b + 1) * blockSize); t++) {
-                if (s.slot(t) != first + t - (long) b * blockSize) {
-                    throw unaligned(t, s.slot(t), blockSize);
-                }
-            }
-        }
-        return ids;
-    }
-
-    private KVException unaligned(int token, long slot, int blockSize) {
-        return KVException.of(ErrorCode.UNSUPPORTED, "transfer " + tid + ": token " + token + " maps to slot " + slot
-                        + ", not the next row of a whole block of " + blockSize + " tokens")
-                .store(c.endpoint).operation("beginDropSelect").key(tid)
-                .hint("a peer-to-peer destination is whole blocks: use a BlockTable").build();
     }
 
     /** The transfer id (the request's namespace). */

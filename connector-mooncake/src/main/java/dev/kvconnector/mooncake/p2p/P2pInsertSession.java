@@ -19,9 +19,10 @@ import java.util.concurrent.TimeUnit;
  * word sum, submits one batch of WRITEs into D's blocks followed by an {@code L} message, and returns; the batch
  * ends in the background and the next calls reap it. At most the connector's {@code layersInFlight} batches are in
  * flight: a put waits for the oldest beyond that (with the default 2, the gather of a layer overlaps the transfer of
- * the one before it while the staging stays two warm buffers). {@link #commit()} waits for every write, then sends {@code C}: P's confirmation
- * that nothing of the transfer is in flight. A stop from D ({@code X}) makes later puts write nothing and the commit
- * fail. Not thread-safe.
+ * the one before it while the staging stays two warm buffers). {@link #commit()} waits for every write, then sends
+ * {@code C}: P's confirmation that nothing of the transfer is in flight. A stop from D ({@code X}) makes later puts
+ * write nothing and the commit fail. A put allocates nothing once warm (the {@code L} message is built in a reused
+ * builder and encoded straight into the batch's native memory). Not thread-safe.
  *
  * <p>The WRITEs of a layer are planned once per transfer: one per tensor and run of D's blocks that are consecutive
  * in token order, which are adjacent both in the staging and in D's memory. Runs of different tensors are never
@@ -53,6 +54,7 @@ final class P2pInsertSession implements InsertSession {
     private int flightHead;
     private int flightSize;
     private final WordSum sum = new WordSum();
+    private final StringBuilder message = new StringBuilder(128);
     private volatile String cancelled;
     private KVException failure;
     private boolean committed;
@@ -130,7 +132,7 @@ final class P2pInsertSession implements InsertSession {
         }
         TransferBatch batch = nextBatch();
         addWrites(batch, staging, layer);
-        submit(batch, staging, layer, P2pMessage.layer(self, layer, bytes, sum.value()));
+        submit(batch, staging, layer, P2pMessage.layer(message, self, layer, bytes, sum.value()));
         c.metrics.insertLayer(System.nanoTime() - start, bytes, runs.count() * layout.tensorsPerLayer());
         reap(slots);
     }
@@ -163,8 +165,8 @@ final class P2pInsertSession implements InsertSession {
         return batches[at];
     }
 
-    private void submit(TransferBatch batch, MemorySegment staging, int what, String message) {
-        int rc = batch.submit(d.transferId(), message);
+    private void submit(TransferBatch batch, MemorySegment staging, int what, CharSequence text) {
+        int rc = batch.submit(d.transferId(), text);
         if (rc != 0) {
             KVException e = batch.submitFailure(rc);
             batch.reset();

@@ -65,6 +65,7 @@ public final class TransferBatch implements AutoCloseable {
     private final MemorySegment requests;
     private final MemorySegment status;
     private final MemorySegment notifyScratch;
+    private final MemorySegment notifyHeader;
     private final MemorySegment[] locals;
     private final long[] localOffsets;
     private final RemoteSegment[] peers;
@@ -85,8 +86,8 @@ public final class TransferBatch implements AutoCloseable {
         try {
             this.requests = arena.allocate(TransferEngineLibrary.TRANSFER_REQUEST, capacity);
             this.status = arena.allocate(TransferEngineLibrary.TRANSFER_STATUS);
-            this.notifyScratch = arena.allocate(TransferEngineLibrary.NOTIFY_MSG.byteSize()
-                    + TransferEngine.NOTIFY_BYTES, 8);
+            this.notifyScratch = NotifyText.allocate(arena);
+            this.notifyHeader = NotifyText.header(notifyScratch);
             this.locals = new MemorySegment[capacity];
             this.localOffsets = new long[capacity];
             this.peers = new RemoteSegment[capacity];
@@ -188,23 +189,28 @@ public final class TransferBatch implements AutoCloseable {
      * Submits the requests added since the last submit, then a notification that reaches the peer of the last
      * request after their bytes ({@code submitTransferWithNotify}).
      *
+     * Name and message may be any {@link CharSequence} (a {@link StringBuilder} reused per layer, say): they are
+     * encoded straight into the batch's native memory, and the call allocates nothing.
+     *
      * @return as {@link #submit()}
      * @throws KVException {@code INVALID_ARGUMENT} when name and message exceed 4094 bytes of UTF-8
      */
-    public int submit(String notifyName, String notifyMessage) {
+    public int submit(CharSequence notifyName, CharSequence notifyMessage) {
         checkOpen();
         int count = added - submitted;
-        int rc = library.submitTransferWithNotify(engine.handle(), batchId, pending(), count,
-                TransferEngine.writeNotify(notifyScratch, notifyName, notifyMessage));
+        NotifyText.write(notifyScratch, notifyName, notifyMessage);
+        int rc = library.submitTransferWithNotify(engine.handle(), batchId, pending(), count, notifyHeader);
         if (rc == 0) {
             submitted = added;
         }
         return rc;
     }
 
+    /** The requests added since the last submit: the whole array (no slice object) when none was submitted. */
     private MemorySegment pending() {
         long stride = TransferEngineLibrary.TRANSFER_REQUEST.byteSize();
-        return requests.asSlice(submitted * stride, Math.max(1, added - submitted) * stride);
+        return submitted == 0 ? requests
+                : requests.asSlice(submitted * stride, Math.max(1, added - submitted) * stride);
     }
 
     /** A description of a code that {@link #submit()} returned. */

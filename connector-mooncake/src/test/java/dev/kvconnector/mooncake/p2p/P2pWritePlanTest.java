@@ -8,20 +8,23 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.kvconnector.connector.DropResult;
 import dev.kvconnector.connector.DropTarget;
 import dev.kvconnector.connector.InsertSession;
+import dev.kvconnector.connector.LayerSource;
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
 import dev.kvconnector.key.RequestTokens;
 import dev.kvconnector.mooncake.te.TeTestTarget;
 import dev.kvconnector.paged.BlockTable;
 import dev.kvconnector.paged.PagedKVCache;
+import dev.kvconnector.paged.SlotMapping;
+import java.lang.management.ManagementFactory;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
  * How P plans a layer's WRITEs: one per tensor and run of D's blocks that are consecutive in token order, however
- * P's own blocks lie; a plan that does not fit a batch is refused before anything is written; any number of layers
- * in flight delivers every byte.
+ * P's own blocks lie; a plan that does not fit a batch, or D's slots that are not whole blocks, are refused before
+ * anything is written; any number of layers in flight delivers every byte; and a put allocates nothing once warm.
  */
 class P2pWritePlanTest {
     private static final int TOKENS = 100;
@@ -125,5 +128,55 @@ class P2pWritePlanTest {
                 P2pKv.LAYOUT).layersInFlight(0).build());
         assertEquals(ErrorCode.INVALID_CONFIG, e.code());
         assertTrue(e.getMessage().contains("layersInFlight > 0, not 0"), e.getMessage());
+    }
+
+    @Test
+    void aPutLayerAllocatesNothingOnceWarm() {
+        com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+        long thread = Thread.currentThread().threadId();
+        LayerSource source = LayerSource.paged(pCache, pBlocks);
+        BlockTable scattered = P2pKv.table(40, 2, BLOCKS, TOKENS);
+        long best = Long.MAX_VALUE;
+        try (TransferEngineConnector p = TransferEngineConnector.builder(target.uri(), P2pKv.LAYOUT)
+                .stagingBytes(1L << 20).build()) {
+            for (int i = 0; i < 300 && best > 0; i++) {
+                RequestTokens request = RequestTokens.of(new int[TOKENS]).inNamespace("t-alloc-" + i);
+                try (P2pDropSession drop = d.beginDropSelect(request, DropTarget.paged(dCache, scattered));
+                     InsertSession insert = p.beginInsert(request, drop.transferParams())) {
+                    long before = mx.getThreadAllocatedBytes(thread);
+                    for (int l = 0; l < P2pKv.LAYOUT.numLayers(); l++) {
+                        insert.putLayer(l, source);
+                    }
+                    best = Math.min(best, mx.getThreadAllocatedBytes(thread) - before);
+                    insert.commit();
+                    assertTrue(drop.result().isComplete());
+                }
+            }
+        }
+        assertEquals(0, best, "bytes allocated by the best request's " + P2pKv.LAYOUT.numLayers() + " putLayer calls "
+                + "(gather, WRITEs, submit with the L message, reaping)");
+    }
+
+    @Test
+    void dsSlotsThatAreNotWholeBlocksInOrderAreRefusedNamingTheToken() {
+        int bs = P2pKv.LAYOUT.blockSize();
+        long[] shifted = new long[TOKENS];
+        long[] swapped = new long[TOKENS];
+        for (int t = 0; t < TOKENS; t++) {
+            shifted[t] = 20L * bs + 1 + t;
+            swapped[t] = 20L * bs + t;
+        }
+        swapped[bs + 3] = swapped[bs + 4];
+        RequestTokens request = RequestTokens.of(new int[TOKENS]).inNamespace("t-rows");
+        KVException first = assertThrows(KVException.class, () -> d.beginDropSelect(request,
+                DropTarget.paged(dCache, new SlotMapping(shifted))));
+        assertEquals(ErrorCode.UNSUPPORTED, first.code());
+        assertTrue(first.getMessage().contains("token 0 maps to slot " + (20 * bs + 1))
+                && first.getMessage().contains("t-rows"), first.getMessage());
+        KVException inside = assertThrows(KVException.class, () -> d.beginDropSelect(request,
+                DropTarget.paged(dCache, new SlotMapping(swapped))));
+        assertTrue(inside.getMessage().contains("token " + (bs + 3) + " maps to slot " + (21 * bs + 4)),
+                inside.getMessage());
+        assertTrue(P2pKv.untouchedOutside(dCache), "D's cache is unchanged");
     }
 }
