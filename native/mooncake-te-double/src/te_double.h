@@ -173,6 +173,11 @@ void notifications_add(struct engine *e, char *name, char *msg);
 /* te_double_client.c */
 void segments_close_all(struct engine *e);
 struct segment *segment_get(struct engine *e, int64_t id);
+
+/* te_double_pipeline.c */
+void *segment_sender(void *segment);
+void *segment_receiver(void *segment);
 int segment_enqueue(struct segment *s, struct job *first, struct job *last);
+void jobs_fail(struct job *j);
 
 #endif
