@@ -1,7 +1,6 @@
 /*
- * The sender side of the Transfer Engine TEST DOUBLE: segments (one connection and one worker
- * thread per opened peer), batches, submission and status. A segment's worker runs its jobs in
- * submission order, so a notification reaches the peer after the bytes submitted before it.
+ * The sender side of the Transfer Engine TEST DOUBLE: segments (a connection to a peer and its two threads, in
+ * te_double_pipeline.c), batches, submission and status.
  */
 #include "te_double.h"
 
@@ -17,101 +16,6 @@ static int connect_timeout_ms(void) {
     return ms > 0 ? ms : 1000;
 }
 
-static int run_transfer(struct segment *s, struct task *t) {
-    const struct transfer_request *r = &t->request;
-    struct wire_header h = {.op = r->opcode == OPCODE_WRITE ? WIRE_WRITE : WIRE_READ,
-                            .a = r->target_offset, .b = r->length};
-    struct wire_reply reply;
-    if (wire_send_all(s->fd, &h, sizeof h) != 0) {
-        return -1;
-    }
-    if (r->opcode == OPCODE_WRITE) {
-        if (wire_send_all(s->fd, r->source, r->length) != 0 || wire_recv_all(s->fd, &reply, sizeof reply) != 0) {
-            return -1;
-        }
-        return (int)reply.status;
-    }
-    if (wire_recv_all(s->fd, &reply, sizeof reply) != 0) {
-        return -1;
-    }
-    if (reply.status == WIRE_OK && wire_recv_all(s->fd, r->source, r->length) != 0) {
-        return -1;
-    }
-    return (int)reply.status;
-}
-
-static int run_notify(struct segment *s, const char *name, const char *msg) {
-    struct wire_header h = {.op = WIRE_NOTIFY, .a = strlen(name), .b = strlen(msg)};
-    struct wire_reply reply;
-    if (wire_send_all(s->fd, &h, sizeof h) != 0 || wire_send_all(s->fd, name, h.a) != 0
-        || wire_send_all(s->fd, msg, h.b) != 0 || wire_recv_all(s->fd, &reply, sizeof reply) != 0) {
-        return -1;
-    }
-    return 0;
-}
-
-static void *segment_worker(void *arg) {
-    struct segment *s = arg;
-    for (;;) {
-        pthread_mutex_lock(&s->lock);
-        while (s->head == NULL && !s->stopping) {
-            pthread_cond_wait(&s->wake, &s->lock);
-        }
-        struct job *job = s->head;
-        if (job == NULL) {
-            pthread_mutex_unlock(&s->lock);
-            return NULL;
-        }
-        s->head = job->next;
-        if (s->head == NULL) {
-            s->tail = NULL;
-        }
-        int broken = s->broken;
-        pthread_mutex_unlock(&s->lock);
-
-        int rc = broken ? -1 : 0;
-        if (job->task != NULL) {
-            if (rc == 0) {
-                atomic_store(&job->task->status, STATUS_PENDING);
-                rc = run_transfer(s, job->task);
-            }
-            if (rc == 0) {
-                atomic_store(&job->task->transferred, job->task->request.length);
-            }
-            atomic_store(&job->task->status, rc == 0 ? STATUS_COMPLETED : STATUS_FAILED);
-        } else if (rc == 0) {
-            rc = run_notify(s, job->name, job->msg);
-        }
-        if (rc < 0) {
-            fprintf(stderr, TE_LOG_PREFIX "connection to segment %s broke; its transfers fail\n", s->name);
-            pthread_mutex_lock(&s->lock);
-            s->broken = 1;
-            pthread_mutex_unlock(&s->lock);
-        }
-        free(job->name);
-        free(job->msg);
-        free(job);
-    }
-}
-
-int segment_enqueue(struct segment *s, struct job *job) {
-    pthread_mutex_lock(&s->lock);
-    if (s->stopping) {
-        pthread_mutex_unlock(&s->lock);
-        return -1;
-    }
-    job->next = NULL;
-    if (s->tail != NULL) {
-        s->tail->next = job;
-    } else {
-        s->head = job;
-    }
-    s->tail = job;
-    pthread_cond_signal(&s->wake);
-    pthread_mutex_unlock(&s->lock);
-    return 0;
-}
-
 struct segment *segment_get(struct engine *e, int64_t id) {
     if (e == NULL || id < 1 || id > TE_MAX_SEGMENTS) {
         return NULL;
@@ -120,6 +24,16 @@ struct segment *segment_get(struct engine *e, int64_t id) {
     struct segment *s = e->segments[id - 1];
     pthread_mutex_unlock(&e->segments_lock);
     return s;
+}
+
+static void segment_free(struct segment *s) {
+    close(s->fd);
+    pthread_mutex_destroy(&s->lock);
+    pthread_cond_destroy(&s->wake);
+    pthread_cond_destroy(&s->answered);
+    free(s->iov.data);
+    free(s->headers.data);
+    free(s);
 }
 
 static segment_id_t open_segment(struct engine *e, const char *name, int use_cache) {
@@ -133,7 +47,8 @@ static segment_id_t open_segment(struct engine *e, const char *name, int use_cac
     pthread_mutex_lock(&e->segments_lock);
     if (use_cache) {
         for (int i = 0; i < TE_MAX_SEGMENTS; i++) {
-            if (e->segments[i] != NULL && strcmp(e->segments[i]->name, name) == 0 && !e->segments[i]->broken) {
+            if (e->segments[i] != NULL && strcmp(e->segments[i]->name, name) == 0
+                && !atomic_load(&e->segments[i]->broken)) {
                 pthread_mutex_unlock(&e->segments_lock);
                 return i + 1;
             }
@@ -162,14 +77,20 @@ static segment_id_t open_segment(struct engine *e, const char *name, int use_cac
     snprintf(s->name, sizeof s->name, "%s", name);
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->wake, NULL);
+    pthread_cond_init(&s->answered, NULL);
+    if (pthread_create(&s->receiver, NULL, segment_receiver, s) != 0) {
+        segment_free(s);
+        return TE_ERR;
+    }
     pthread_mutex_lock(&e->segments_lock);
     while (slot < TE_MAX_SEGMENTS && e->segments[slot] != NULL) {
         slot++; /* taken by a concurrent open meanwhile */
     }
-    if (slot == TE_MAX_SEGMENTS || pthread_create(&s->worker, NULL, segment_worker, s) != 0) {
+    if (slot == TE_MAX_SEGMENTS || pthread_create(&s->sender, NULL, segment_sender, s) != 0) {
         pthread_mutex_unlock(&e->segments_lock);
-        close(fd);
-        free(s);
+        shutdown(fd, SHUT_RDWR);
+        pthread_join(s->receiver, NULL);
+        segment_free(s);
         return TE_ERR;
     }
     s->id = slot + 1;
@@ -186,17 +107,22 @@ segment_id_t openSegmentNoCache(transfer_engine_t engine, const char *segment_na
     return open_segment(engine, segment_name, 0);
 }
 
+/* Sends what is queued, waits for every reply (or the connection's end), then ends both threads. */
 static void segment_stop(struct segment *s) {
     pthread_mutex_lock(&s->lock);
     s->stopping = 1;
     pthread_cond_signal(&s->wake);
     pthread_mutex_unlock(&s->lock);
-    pthread_join(s->worker, NULL); /* runs the jobs still queued first */
+    pthread_join(s->sender, NULL);
+    pthread_mutex_lock(&s->lock);
+    while (s->awaited_head != NULL && !s->receiver_done) {
+        pthread_cond_wait(&s->answered, &s->lock);
+    }
+    s->closing = 1;
+    pthread_mutex_unlock(&s->lock);
     shutdown(s->fd, SHUT_RDWR);
-    close(s->fd);
-    pthread_mutex_destroy(&s->lock);
-    pthread_cond_destroy(&s->wake);
-    free(s);
+    pthread_join(s->receiver, NULL);
+    segment_free(s);
 }
 
 int closeSegment(transfer_engine_t engine, segment_id_t segment_id) {
@@ -229,11 +155,13 @@ batch_id_t allocateBatchID(transfer_engine_t engine, size_t batch_size) {
     if (engine == NULL || batch_size == 0 || batch_size > (1u << 20)) {
         return INVALID_BATCH;
     }
-    struct batch *b = calloc(1, sizeof *b + batch_size * sizeof(struct task));
+    /* Tasks are set when submitted: a large batch costs no zeroing of tasks it never uses. */
+    struct batch *b = malloc(sizeof *b + batch_size * sizeof(struct task));
     if (b == NULL) {
         return INVALID_BATCH;
     }
     b->capacity = batch_size;
+    b->count = 0;
     return (batch_id_t)(uintptr_t)b;
 }
 
@@ -272,34 +200,54 @@ static int submit(struct engine *e, batch_id_t batch_id, struct transfer_request
     if (notify != NULL && (notify_to == NULL || notify->name == NULL || notify->msg == NULL)) {
         return TE_INVALID_ARGUMENT;
     }
-    for (size_t i = 0; i < count; i++) {
-        struct task *t = &b->tasks[b->count++];
-        t->request = entries[i];
-        t->polled_terminal = 0;
-        atomic_store(&t->transferred, 0);
-        atomic_store(&t->status, STATUS_WAITING);
-        struct job *job = calloc(1, sizeof *job);
-        if (job != NULL) {
-            job->task = t;
+    /* Each run of requests to one segment is queued at once, so its sender sends it in one round. */
+    struct segment *run_to = NULL;
+    struct job *first = NULL;
+    struct job *last = NULL;
+    for (size_t i = 0; i <= count; i++) {
+        struct segment *s = i < count ? segment_get(e, entries[i].target_id) : notify_to;
+        if (s != run_to && first != NULL) {
+            if (segment_enqueue(run_to, first, last) != 0) {
+                jobs_fail(first);
+            }
+            first = NULL;
         }
-        struct segment *s = segment_get(e, entries[i].target_id);
-        if (job == NULL || s == NULL || segment_enqueue(s, job) != 0) {
-            free(job);
-            atomic_store(&t->status, STATUS_FAILED);
+        run_to = s;
+        struct job *job = calloc(1, sizeof *job);
+        if (i == count) {
+            if (notify == NULL) {
+                free(job);
+                break;
+            }
+            if (job != NULL) {
+                job->name = strdup(notify->name);
+                job->msg = strdup(notify->msg);
+            }
+            if (job == NULL || job->name == NULL || job->msg == NULL) {
+                jobs_fail(job);
+                job = NULL;
+            }
+        } else {
+            struct task *t = &b->tasks[b->count++];
+            t->request = entries[i];
+            t->polled_terminal = 0;
+            atomic_store(&t->transferred, 0);
+            atomic_store(&t->status, job == NULL ? STATUS_FAILED : STATUS_WAITING);
+            if (job != NULL) {
+                job->task = t;
+            }
+        }
+        if (job != NULL) {
+            if (first == NULL) {
+                first = job;
+            } else {
+                last->next = job;
+            }
+            last = job;
         }
     }
-    if (notify != NULL) {
-        struct job *job = calloc(1, sizeof *job);
-        if (job == NULL) {
-            return TE_INVALID_ARGUMENT;
-        }
-        job->name = strdup(notify->name);
-        job->msg = strdup(notify->msg);
-        if (segment_enqueue(notify_to, job) != 0) {
-            free(job->name);
-            free(job->msg);
-            free(job);
-        }
+    if (first != NULL && segment_enqueue(run_to, first, last) != 0) {
+        jobs_fail(first);
     }
     return 0;
 }
@@ -340,10 +288,8 @@ int genNotifyInEngine(transfer_engine_t engine, uint64_t target_id, notify_msg_t
     }
     job->name = strdup(notify_msg.name);
     job->msg = strdup(notify_msg.msg);
-    if (job->name == NULL || job->msg == NULL || segment_enqueue(s, job) != 0) {
-        free(job->name);
-        free(job->msg);
-        free(job);
+    if (job->name == NULL || job->msg == NULL || segment_enqueue(s, job, job) != 0) {
+        jobs_fail(job);
         return TE_ERR;
     }
     return 0;

@@ -20,6 +20,8 @@
  *    source), 2 when the batch would exceed its size; getTransferStatus fills its output only when
  *    it returns 0; freeBatchID returns 4 until every task was polled to a terminal state;
  *    batch ids are pointers, as in the real library: a freed id must not be used again;
+ *  - a batch's requests are pipelined on the segment's one connection, as the real engine batches them per
+ *    connection: sent back to back, applied by the peer in order, acknowledged without a round trip per request;
  *  - notifications travel on the same connection after the bytes submitted before them;
  *  - no TIMEOUT status: a transfer ends COMPLETED, or FAILED when refused or when its connection breaks.
  *

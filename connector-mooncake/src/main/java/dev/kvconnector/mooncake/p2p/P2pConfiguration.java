@@ -21,6 +21,15 @@ public final class P2pConfiguration {
     public static final String MAX_BLOCKS_PROP_NAME = "kvc.p2p.max.blocks";
     /** Default of {@link #MAX_BLOCKS_PROP_NAME}. */
     public static final int MAX_BLOCKS_DEFAULT = 4096;
+    /**
+     * System property: the layers (or hidden states) P keeps in flight per transfer before a put waits for the
+     * oldest. Two let the gather of a layer overlap the transfer of the previous one while the staging stays warm in
+     * the CPU's cache; more let P's forward pass run ahead of a link slower than it, at the cost of colder staging and
+     * more batches.
+     */
+    public static final String LAYERS_IN_FLIGHT_PROP_NAME = "kvc.p2p.layers.in.flight";
+    /** Default of {@link #LAYERS_IN_FLIGHT_PROP_NAME}. */
+    public static final int LAYERS_IN_FLIGHT_DEFAULT = 2;
     /** System property: where registered memory lives, {@code cpu:N}. */
     public static final String LOCATION_PROP_NAME = "kvc.p2p.location";
     /** Default of {@link #LOCATION_PROP_NAME}. */
@@ -43,6 +52,10 @@ public final class P2pConfiguration {
 
     static int maxBlocks() {
         return Integer.getInteger(MAX_BLOCKS_PROP_NAME, MAX_BLOCKS_DEFAULT);
+    }
+
+    static int layersInFlight() {
+        return Integer.getInteger(LAYERS_IN_FLIGHT_PROP_NAME, LAYERS_IN_FLIGHT_DEFAULT);
     }
 
     static String location() {

@@ -12,11 +12,9 @@ import dev.kvconnector.layout.KVLayout;
 import dev.kvconnector.memory.ChecksummedCopy;
 import dev.kvconnector.memory.WordSum;
 import dev.kvconnector.paged.PagedKVCache;
-import dev.kvconnector.paged.TokenSlots;
 import dev.kvconnector.tensor.Tensor;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.TimeUnit;
-import java.util.function.BooleanSupplier;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -33,12 +31,12 @@ public final class P2pDropSession implements DropSession {
     private final int tokens;
     private final DropTarget target;
     private final PagedKVCache cache;
-    private final TokenSlots slots;
     private final int[] blockIds;
     private final Tensor hidden;
     private final MemorySegment hiddenLanding;
     private final long layerBytes;
     private final long tokenBytes;
+    private final BlockRuns runs;
     private final WordSum sum = new WordSum();
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition changed = lock.newCondition();
@@ -65,10 +63,10 @@ public final class P2pDropSession implements DropSession {
         this.tokens = tokens;
         this.target = target;
         this.cache = paged.cache();
-        this.slots = paged.slots();
         KVLayout layout = c.layout;
-        this.blockIds = blockIds(slots, tokens, layout.blockSize());
+        this.blockIds = BlockRuns.blockIds(paged.slots(), tokens, layout.blockSize(), tid, c.endpoint);
         this.tokenBytes = layout.bytesPerTokenPerTensor();
+        this.runs = new BlockRuns(blockIds, layout.blockSize(), tokens);
         this.layerBytes = layout.layerBytes(tokens);
         this.hidden = target.hidden();
         this.hiddenLanding = hidden == null ? null : c.staging.acquire(hiddenBytes());
@@ -82,31 +80,6 @@ public final class P2pDropSession implements DropSession {
 
     private long hiddenBytes() {
         return hidden.spec().byteSize();
-    }
-
-    /** The block of each {@code blockSize} tokens, refusing slots that do not fill whole blocks in order. */
-    private int[] blockIds(TokenSlots s, int n, int blockSize) {
-        int[] ids = new int[(n + blockSize - 1) / blockSize];
-        for (int b = 0; b < ids.length; b++) {
-            long first = s.slot(b * blockSize);
-            if (first % blockSize != 0) {
-                throw unaligned(b * blockSize, first, blockSize);
-            }
-            ids[b] = (int) (first / blockSize);
-            for (int t = b * blockSize + 1; t < Math.min(n, (b + 1) * blockSize); t++) {
-                if (s.slot(t) != first + t - (long) b * blockSize) {
-                    throw unaligned(t, s.slot(t), blockSize);
-                }
-            }
-        }
-        return ids;
-    }
-
-    private KVException unaligned(int token, long slot, int blockSize) {
-        return KVException.of(ErrorCode.UNSUPPORTED, "transfer " + tid + ": token " + token + " maps to slot " + slot
-                        + ", not the next row of a whole block of " + blockSize + " tokens")
-                .store(c.endpoint).operation("beginDropSelect").key(tid)
-                .hint("a peer-to-peer destination is whole blocks: use a BlockTable").build();
     }
 
     /** The transfer id (the request's namespace). */
@@ -234,7 +207,7 @@ public final class P2pDropSession implements DropSession {
             if (verified[layer]) {
                 return true;
             }
-            if (!waitUntil(() -> announced[layer], "layer " + layer)) {
+            if (!waitUntil(layer)) {
                 return false;
             }
         } finally {
@@ -259,17 +232,33 @@ public final class P2pDropSession implements DropSession {
         }
     }
 
-    /** Waits, holding the lock, until {@code done} holds; false on a miss, or on a timeout, which it records. */
-    private boolean waitUntil(BooleanSupplier done, String what) {
-        while (miss == null && !done.getAsBoolean()) {
-            if (producerDone && !done.getAsBoolean()) {
-                missOnce(MissReason.CORRUPT, "P ended the transfer without " + what);
+    /** What {@link #waitUntil} waits for, besides a layer (its index). */
+    private static final int HIDDEN = -1;
+    private static final int COMMIT = -2;
+
+    /** Whether {@code what} (a layer, {@link #HIDDEN} or {@link #COMMIT}) has come; the caller holds the lock. */
+    private boolean arrived(int what) {
+        return what >= 0 ? announced[what] : what == HIDDEN ? hiddenAnnounced : committed;
+    }
+
+    private static String describe(int what) {
+        return what >= 0 ? "layer " + what : what == HIDDEN ? "hidden states" : "commit";
+    }
+
+    /**
+     * Waits, holding the lock, until {@code what} (a layer, {@link #HIDDEN} or {@link #COMMIT}) has come; false on a
+     * miss, or on a timeout, which it records.
+     */
+    private boolean waitUntil(int what) {
+        while (miss == null && !arrived(what)) {
+            if (producerDone) {
+                missOnce(MissReason.CORRUPT, "P ended the transfer without " + describe(what));
                 return false;
             }
             long left = lastProgress + c.layerTimeoutNanos - System.nanoTime();
             if (left <= 0) {
                 timedOut = true;
-                missOnce(MissReason.TIMED_OUT, "no " + what + " within " + TimeUnit.NANOSECONDS.toMillis(
+                missOnce(MissReason.TIMED_OUT, "no " + describe(what) + " within " + TimeUnit.NANOSECONDS.toMillis(
                         c.layerTimeoutNanos) + " ms of P's last message (did P die, or never get D's "
                         + "kv_transfer_params?)");
                 return false;
@@ -278,7 +267,7 @@ public final class P2pDropSession implements DropSession {
                 changed.awaitNanos(left);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
-                missOnce(MissReason.ABSENT, "interrupted while waiting for " + what);
+                missOnce(MissReason.ABSENT, "interrupted while waiting for " + describe(what));
             }
         }
         return miss == null;
@@ -300,15 +289,16 @@ public final class P2pDropSession implements DropSession {
         }
     }
 
-    /** The word sum of the request's tokens of {@code layer} in D's blocks, tensor by tensor, in token order. */
+    /**
+     * The word sum of the request's tokens of {@code layer} in D's blocks, in place, tensor by tensor, in token
+     * order: one pass over the landed bytes, a run of consecutive blocks at a time.
+     */
     private int layerSum(int layer) {
         sum.reset();
         for (int t = 0; t < c.layout.tensorsPerLayer(); t++) {
             MemorySegment seg = cache.tensor(layer, t);
-            int bs = c.layout.blockSize();
-            for (int b = 0; b < blockIds.length; b++) {
-                int n = Math.min(bs, tokens - b * bs);
-                sum.update(seg, (long) blockIds[b] * bs * tokenBytes, n * tokenBytes);
+            for (int r = 0; r < runs.count(); r++) {
+                sum.update(seg, runs.firstSlot(r) * tokenBytes, runs.tokens(r) * tokenBytes);
             }
         }
         return sum.value();
@@ -338,7 +328,7 @@ public final class P2pDropSession implements DropSession {
         }
         lock.lock();
         try {
-            if (hidden != null && waitUntil(() -> hiddenAnnounced, "hidden states")) {
+            if (hidden != null && waitUntil(HIDDEN)) {
                 sum.reset();
                 ChecksummedCopy.copy(hiddenLanding, 0, hidden.segment(), 0, hiddenBytes(), sum);
                 if (sum.value() != hiddenSum) {
@@ -346,7 +336,7 @@ public final class P2pDropSession implements DropSession {
                             + ", P announced " + Integer.toHexString(hiddenSum));
                 }
             }
-            waitUntil(() -> committed, "commit");
+            waitUntil(COMMIT);
             if (miss != null && producer != null && !producerDone) {
                 String stop = P2pMessage.cancel(c.engine.segmentName(), miss.reason().name());
                 lock.unlock();

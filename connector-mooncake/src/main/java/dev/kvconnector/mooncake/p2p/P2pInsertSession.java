@@ -12,19 +12,25 @@ import dev.kvconnector.mooncake.te.RemoteSegment;
 import dev.kvconnector.mooncake.te.TransferBatch;
 import dev.kvconnector.tensor.Tensor;
 import java.lang.foreign.MemorySegment;
-import java.util.ArrayDeque;
 import java.util.concurrent.TimeUnit;
 
 /**
  * P's side of one peer-to-peer transfer: each {@link #putLayer} gathers the layer into registered staging with its
  * word sum, submits one batch of WRITEs into D's blocks followed by an {@code L} message, and returns; the batch
- * ends in the background and the next calls reap it. {@link #commit()} waits for every write, then sends {@code C}:
- * P's confirmation that nothing of the transfer is in flight. A stop from D ({@code X}) makes later puts write
- * nothing and the commit fail. Not thread-safe.
+ * ends in the background and the next calls reap it. At most the connector's {@code layersInFlight} batches are in
+ * flight: a put waits for the oldest beyond that (with the default 2, the gather of a layer overlaps the transfer of
+ * the one before it while the staging stays two warm buffers). {@link #commit()} waits for every write, then sends
+ * {@code C}: P's confirmation that nothing of the transfer is in flight. A stop from D ({@code X}) makes later puts
+ * write nothing and the commit fail. A put allocates nothing once warm (the {@code L} message is built in a reused
+ * builder and encoded straight into the batch's native memory). Not thread-safe.
+ *
+ * <p>The WRITEs of a layer are planned once per transfer: one per tensor and run of D's blocks that are consecutive
+ * in token order, which are adjacent both in the staging and in D's memory. Runs of different tensors are never
+ * merged, even where D's K ends right where its V begins: each tensor is its own registration at D, and a WRITE
+ * must stay inside one (an RDMA memory region; the TCP transport's range check).
  */
 final class P2pInsertSession implements InsertSession {
-    private record InFlight(TransferBatch batch, MemorySegment staging, String what) {
-    }
+    private static final int HIDDEN = -1;
 
     private final TransferEngineConnector c;
     private final P2pDestination d;
@@ -34,13 +40,31 @@ final class P2pInsertSession implements InsertSession {
     private final int tokens;
     private final long tensorBytes;
     private final boolean[] put;
-    private final ArrayDeque<InFlight> inFlight = new ArrayDeque<>();
+    /** D's blocks as runs: one WRITE per run and tensor. */
+    private final BlockRuns runs;
+    /**
+     * A ring of {@code layersInFlight} slots, the oldest batch in flight at {@code flightHead}: each slot keeps its
+     * batch for the whole transfer (reset between layers, back to the connector at the end) and holds, while in
+     * flight, the staging and what it carries (a layer, or {@link #HIDDEN}).
+     */
+    private final int slots;
+    private final TransferBatch[] batches;
+    private final MemorySegment[] flightStaging;
+    private final int[] flightWhat;
+    private int flightHead;
+    private int flightSize;
     private final WordSum sum = new WordSum();
+    private final StringBuilder message = new StringBuilder(128);
     private volatile String cancelled;
     private KVException failure;
     private boolean committed;
     private boolean aborted;
 
+    /**
+     * Plans the transfer's WRITEs.
+     *
+     * @throws KVException {@code INVALID_CONFIG} when a layer needs more WRITE requests than a batch holds
+     */
     P2pInsertSession(TransferEngineConnector c, P2pDestination d, RemoteSegment peer) {
         this.c = c;
         this.d = d;
@@ -50,6 +74,17 @@ final class P2pInsertSession implements InsertSession {
         this.tokens = d.tokens();
         this.tensorBytes = tokens * layout.bytesPerTokenPerTensor();
         this.put = new boolean[layout.numLayers()];
+        this.slots = c.layersInFlight;
+        this.batches = new TransferBatch[slots];
+        this.flightStaging = new MemorySegment[slots];
+        this.flightWhat = new int[slots];
+        this.runs = new BlockRuns(d.blockIds(), layout.blockSize(), tokens);
+        int writes = runs.count() * layout.tensorsPerLayer();
+        if (writes > c.batchCapacity) {
+            throw error(ErrorCode.INVALID_CONFIG, "a layer needs " + writes + " WRITE requests (" + runs.count()
+                    + " runs of D's blocks x " + layout.tensorsPerLayer() + " tensors), more than a batch holds ("
+                    + c.batchCapacity + "); raise maxBlocksPerRequest", "beginInsert");
+        }
     }
 
     @Override
@@ -87,16 +122,19 @@ final class P2pInsertSession implements InsertSession {
         long bytes = layout.layerBytes(tokens);
         MemorySegment staging = lease(bytes);
         sum.reset();
-        for (int t = 0; t < layout.tensorsPerLayer(); t++) {
-            host.gather(layer, t, 0, tokens, staging, t * tensorBytes, sum);
+        try {
+            for (int t = 0; t < layout.tensorsPerLayer(); t++) {
+                host.gather(layer, t, 0, tokens, staging, t * tensorBytes, sum);
+            }
+        } catch (RuntimeException e) {
+            c.staging.release(staging);
+            throw e;
         }
-        TransferBatch batch = c.acquireBatch();
-        for (int t = 0; t < layout.tensorsPerLayer(); t++) {
-            addWrites(batch, staging, t * tensorBytes, d.cacheAddrs()[layer * layout.tensorsPerLayer() + t]);
-        }
-        submit(batch, staging, "layer " + layer, P2pMessage.layer(self, layer, bytes, sum.value()));
-        c.metrics.insertLayer(System.nanoTime() - start, bytes);
-        reap(false);
+        TransferBatch batch = nextBatch();
+        addWrites(batch, staging, layer);
+        submit(batch, staging, layer, P2pMessage.layer(message, self, layer, bytes, sum.value()));
+        c.metrics.insertLayer(System.nanoTime() - start, bytes, runs.count() * layout.tensorsPerLayer());
+        reap(slots);
     }
 
     @Override
@@ -106,39 +144,40 @@ final class P2pInsertSession implements InsertSession {
         }
     }
 
-    /** One WRITE per run of consecutive blocks of D, from this tensor's part of the staging. */
-    private void addWrites(TransferBatch batch, MemorySegment staging, long offset, long base) {
-        int bs = layout.blockSize();
+    /** Adds a WRITE per tensor and run of D's blocks, from the layer gathered in {@code staging}. */
+    private void addWrites(TransferBatch batch, MemorySegment staging, int layer) {
         long tb = layout.bytesPerTokenPerTensor();
-        int[] ids = d.blockIds();
-        for (int b = 0; b < ids.length; ) {
-            int run = 1;
-            while (b + run < ids.length && ids[b + run] == ids[b] + run) {
-                run++;
+        for (int t = 0; t < layout.tensorsPerLayer(); t++) {
+            long base = d.cacheAddrs()[layer * layout.tensorsPerLayer() + t];
+            for (int r = 0; r < runs.count(); r++) {
+                batch.write(staging, t * tensorBytes + runs.firstToken(r) * tb, peer, base + runs.firstSlot(r) * tb,
+                        runs.tokens(r) * tb);
             }
-            long first = (long) b * bs;
-            long n = Math.min((long) (b + run) * bs, tokens) - first;
-            if (batch.write(staging.asSlice(offset + first * tb, n * tb), peer, base + (long) ids[b] * bs * tb,
-                    n * tb) == TransferBatch.BATCH_FULL) {
-                c.releaseBatch(batch);
-                c.staging.release(staging);
-                throw error(ErrorCode.INVALID_CONFIG, "a layer needs more WRITE requests than a batch holds ("
-                        + batch.capacity() + ")", "putLayer");
-            }
-            b += run;
         }
     }
 
-    private void submit(TransferBatch batch, MemorySegment staging, String what, String message) {
-        int rc = batch.submit(d.transferId(), message);
+    /** The batch of the next free slot ({@link #lease} made one free), empty. */
+    private TransferBatch nextBatch() {
+        int at = (flightHead + flightSize) % slots;
+        if (batches[at] == null) {
+            batches[at] = c.acquireBatch();
+        }
+        return batches[at];
+    }
+
+    private void submit(TransferBatch batch, MemorySegment staging, int what, CharSequence text) {
+        int rc = batch.submit(d.transferId(), text);
         if (rc != 0) {
             KVException e = batch.submitFailure(rc);
-            c.releaseBatch(batch);
+            batch.reset();
             c.staging.release(staging);
             failure = failure == null ? e : failure;
             throw e;
         }
-        inFlight.add(new InFlight(batch, staging, what));
+        int at = (flightHead + flightSize) % slots;
+        flightStaging[at] = staging;
+        flightWhat[at] = what;
+        flightSize++;
     }
 
     @Override
@@ -159,15 +198,17 @@ final class P2pInsertSession implements InsertSession {
         MemorySegment staging = lease(bytes);
         sum.reset();
         ChecksummedCopy.copy(hidden.segment(), 0, staging, 0, bytes, sum);
-        TransferBatch batch = c.acquireBatch();
+        TransferBatch batch = nextBatch();
         batch.write(staging, peer, d.hiddenAddr(), bytes);
-        submit(batch, staging, "hidden states", P2pMessage.hidden(self, bytes, sum.value()));
+        submit(batch, staging, HIDDEN, P2pMessage.hidden(self, bytes, sum.value()));
     }
 
+    /** Staging for the next batch, once fewer than {@code layersInFlight} are in flight. */
     private MemorySegment lease(long bytes) {
+        reap(slots - 1);
         MemorySegment s = c.staging.tryAcquire(bytes);
         if (s == null) {
-            reap(true);
+            reap(0);
             s = c.staging.tryAcquire(bytes, c.transferTimeoutNanos);
         }
         if (s == null) {
@@ -176,34 +217,57 @@ final class P2pInsertSession implements InsertSession {
         return s;
     }
 
-    /** Takes back batches that ended, oldest first; with {@code all}, waits for every one. */
-    private void reap(boolean all) {
-        while (!inFlight.isEmpty()) {
-            InFlight f = inFlight.peek();
-            int rc = all ? f.batch().await(c.transferTimeoutNanos, TimeUnit.NANOSECONDS) : f.batch().poll();
+    /** Takes back batches that ended, oldest first, waiting for the oldest while more than {@code keep} remain. */
+    private void reap(int keep) {
+        while (flightSize > 0) {
+            boolean wait = flightSize > keep;
+            int at = flightHead;
+            TransferBatch batch = batches[at];
+            int rc = wait ? batch.await(c.transferTimeoutNanos, TimeUnit.NANOSECONDS) : batch.poll();
+            if (rc == TransferBatch.IN_FLIGHT && !wait) {
+                return;
+            }
+            MemorySegment staging = flightStaging[at];
+            flightStaging[at] = null;
+            flightHead = (flightHead + 1) % slots;
+            flightSize--;
             if (rc == TransferBatch.IN_FLIGHT) {
-                if (!all) {
-                    return;
-                }
-                inFlight.poll();
-                failure = failure == null ? error(ErrorCode.TIMEOUT, f.what() + " still in flight after "
-                        + TimeUnit.NANOSECONDS.toMillis(c.transferTimeoutNanos) + " ms", "commit") : failure;
+                failure = failure == null ? error(ErrorCode.TIMEOUT, describe(flightWhat[at]) + " still in flight "
+                        + "after " + TimeUnit.NANOSECONDS.toMillis(c.transferTimeoutNanos) + " ms", "commit") : failure;
+                batches[at] = null;
                 try {
-                    f.batch().close();
+                    batch.close();
                 } catch (KVException e) {
                     // the batch and its staging stay allocated: the engine may still read from them
                     c.errors.onError("p2p batch of transfer " + d.transferId() + " on " + c.endpoint, e);
                 }
                 continue;
             }
-            inFlight.poll();
             if (rc != TransferBatch.COMPLETED && failure == null) {
-                KVException why = f.batch().failure();
-                failure = why != null ? why : error(ErrorCode.IO_ERROR, f.what() + " ended with code " + rc, "commit");
+                KVException why = batch.failure();
+                failure = why != null ? why : error(ErrorCode.IO_ERROR, describe(flightWhat[at]) + " ended with code "
+                        + rc, "commit");
             }
-            c.releaseBatch(f.batch());
-            c.staging.release(f.staging());
+            c.staging.release(staging);
+            if (!c.reset(batch)) {
+                batches[at] = null;
+            }
         }
+    }
+
+    /** Waits for every batch in flight, then gives the slots' batches back to the connector. */
+    private void endFlight() {
+        reap(0);
+        for (int i = 0; i < slots; i++) {
+            if (batches[i] != null) {
+                c.releaseBatch(batches[i]);
+                batches[i] = null;
+            }
+        }
+    }
+
+    private static String describe(int what) {
+        return what == HIDDEN ? "hidden states" : "layer " + what;
     }
 
     @Override
@@ -216,7 +280,7 @@ final class P2pInsertSession implements InsertSession {
                         "commit");
             }
         }
-        reap(true);
+        endFlight();
         if (cancelled != null || failure != null) {
             KVException why = failure != null ? failure : error(ErrorCode.TIMEOUT, cancelled + "; nothing more was "
                     + "written", "commit");
@@ -245,7 +309,7 @@ final class P2pInsertSession implements InsertSession {
             return;
         }
         aborted = true;
-        reap(true);
+        endFlight();
         c.tell(d.segment(), d.transferId(), P2pMessage.abort(self, reason != null ? reason : cancelled != null
                 ? cancelled : failure != null ? failure.code() + " " + failure.getMessage() : "the insert was aborted"));
         c.outbound.remove(d.transferId(), this);

@@ -25,7 +25,14 @@ record P2pMessage(Kind kind, String sender, long a, long b, long c, String text)
     enum Kind { LAYER, HIDDEN, COMMIT, ABORT, CANCEL }
 
     static String layer(String sender, int layer, long bytes, int sum) {
-        return PREFIX + "L " + sender + " " + layer + " " + bytes + " " + Integer.toUnsignedString(sum);
+        return layer(new StringBuilder(), sender, layer, bytes, sum).toString();
+    }
+
+    /** {@link #layer(String, int, long, int)} written into {@code out} (emptied first), allocating nothing. */
+    static StringBuilder layer(StringBuilder out, String sender, int layer, long bytes, int sum) {
+        out.setLength(0);
+        return out.append(PREFIX).append("L ").append(sender).append(' ').append(layer).append(' ').append(bytes)
+                .append(' ').append(Integer.toUnsignedLong(sum));
     }
 
     static String hidden(String sender, long bytes, int sum) {

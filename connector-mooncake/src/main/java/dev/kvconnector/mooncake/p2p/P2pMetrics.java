@@ -20,6 +20,7 @@ final class P2pMetrics {
     private final ConcurrentHistogram dropLayer = new ConcurrentHistogram(1, MAX_NANOS, 3);
     private final ConcurrentHistogram dropWait = new ConcurrentHistogram(1, MAX_NANOS, 3);
     private final LongAdder insertedBytes = new LongAdder();
+    private final LongAdder writeRequests = new LongAdder();
     private final LongAdder droppedBytes = new LongAdder();
     private final LongAdder commits = new LongAdder();
     private final LongAdder aborts = new LongAdder();
@@ -32,9 +33,15 @@ final class P2pMetrics {
         }
     }
 
-    void insertLayer(long nanos, long bytes) {
+    void insertLayer(long nanos, long bytes, int writes) {
         insertLayer.recordValue(Math.clamp(nanos, 1, MAX_NANOS));
         insertedBytes.add(bytes);
+        writeRequests.add(writes);
+    }
+
+    /** WRITE requests P's layers needed (not in the snapshot: a count of how scattered D's blocks were). */
+    long writeRequests() {
+        return writeRequests.sum();
     }
 
     void dropLayer(long nanos, long waitNanos, long bytes) {
@@ -63,7 +70,7 @@ final class P2pMetrics {
         insertLayer.reset();
         dropLayer.reset();
         dropWait.reset();
-        for (LongAdder a : new LongAdder[] {insertedBytes, droppedBytes, commits, aborts, hits}) {
+        for (LongAdder a : new LongAdder[] {insertedBytes, writeRequests, droppedBytes, commits, aborts, hits}) {
             a.reset();
         }
         misses.values().forEach(LongAdder::reset);

@@ -87,6 +87,7 @@ public final class TransferEngineConnector implements KVStoreConnector {
     final long layerTimeoutNanos;
     final long transferTimeoutNanos;
     final int batchCapacity;
+    final int layersInFlight;
     final ErrorHandler errors;
     final SegmentPool staging;
     final P2pMetrics metrics = new P2pMetrics();
@@ -113,6 +114,7 @@ public final class TransferEngineConnector implements KVStoreConnector {
         this.layerTimeoutNanos = TimeUnit.MILLISECONDS.toNanos(b.layerTimeoutMillis);
         this.transferTimeoutNanos = TimeUnit.MILLISECONDS.toNanos(b.transferTimeoutMillis);
         this.batchCapacity = b.maxBlocks * layout.tensorsPerLayer();
+        this.layersInFlight = b.layersInFlight;
         this.errors = b.errors;
         this.location = b.location;
         this.staging = new SegmentPool(b.stagingBytes, s -> engine.register(s, location), engine::unregister);
@@ -292,12 +294,20 @@ public final class TransferEngineConnector implements KVStoreConnector {
 
     /** Takes back a batch whose tasks have all ended; one that cannot be reset is closed. */
     void releaseBatch(TransferBatch batch) {
+        if (reset(batch)) {
+            idleBatches.add(batch);
+        }
+    }
+
+    /** Empties a batch whose tasks have all ended, for reuse; false when it could not be, and was closed. */
+    boolean reset(TransferBatch batch) {
         try {
             batch.reset();
-            idleBatches.add(batch);
+            return true;
         } catch (KVException e) {
             errors.onError("p2p batch reset on " + endpoint, e);
             batch.close();
+            return false;
         }
     }
 
@@ -421,6 +431,7 @@ public final class TransferEngineConnector implements KVStoreConnector {
         private long transferTimeoutMillis = P2pConfiguration.transferTimeoutMillis();
         private long stagingBytes = P2pConfiguration.stagingBytes();
         private int maxBlocks = P2pConfiguration.maxBlocks();
+        private int layersInFlight = P2pConfiguration.layersInFlight();
         private ErrorHandler errors = ErrorHandler.LOGGING;
 
         private Builder(TransferEngine engine, String engineUri, KVLayout layout) {
@@ -477,6 +488,15 @@ public final class TransferEngineConnector implements KVStoreConnector {
             return this;
         }
 
+        /**
+         * P: the layers (or hidden states) one transfer keeps in flight before a put waits for the oldest
+         * ({@link P2pConfiguration#LAYERS_IN_FLIGHT_PROP_NAME}).
+         */
+        public Builder layersInFlight(int layers) {
+            layersInFlight = layers;
+            return this;
+        }
+
         /** Receives failures on the notification thread and of best-effort messages. */
         public Builder errorHandler(ErrorHandler handler) {
             errors = handler;
@@ -494,6 +514,7 @@ public final class TransferEngineConnector implements KVStoreConnector {
             require(transferTimeoutMillis > 0, "transferTimeoutMillis > 0, not " + transferTimeoutMillis);
             require(stagingBytes > 0, "stagingBytes > 0, not " + stagingBytes);
             require(maxBlocks > 0, "maxBlocksPerRequest > 0, not " + maxBlocks);
+            require(layersInFlight > 0, "layersInFlight > 0, not " + layersInFlight);
             require(modelId != null && !modelId.isEmpty(), "a model id");
             for (PagedKVCache c : caches) {
                 require(c.layout().sameKvBytesAs(layout), "caches of the connector's layout " + layout.name()

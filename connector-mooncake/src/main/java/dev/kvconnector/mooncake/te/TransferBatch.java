@@ -6,7 +6,6 @@ import static dev.kvconnector.mooncake.te.TransferEngineLibrary.REQ_RESERVED;
 import static dev.kvconnector.mooncake.te.TransferEngineLibrary.REQ_SOURCE;
 import static dev.kvconnector.mooncake.te.TransferEngineLibrary.REQ_TARGET_ID;
 import static dev.kvconnector.mooncake.te.TransferEngineLibrary.REQ_TARGET_OFFSET;
-import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
@@ -66,7 +65,9 @@ public final class TransferBatch implements AutoCloseable {
     private final MemorySegment requests;
     private final MemorySegment status;
     private final MemorySegment notifyScratch;
+    private final MemorySegment notifyHeader;
     private final MemorySegment[] locals;
+    private final long[] localOffsets;
     private final RemoteSegment[] peers;
     private long batchId;
     private int added;
@@ -85,9 +86,10 @@ public final class TransferBatch implements AutoCloseable {
         try {
             this.requests = arena.allocate(TransferEngineLibrary.TRANSFER_REQUEST, capacity);
             this.status = arena.allocate(TransferEngineLibrary.TRANSFER_STATUS);
-            this.notifyScratch = arena.allocate(TransferEngineLibrary.NOTIFY_MSG.byteSize()
-                    + TransferEngine.NOTIFY_BYTES, 8);
+            this.notifyScratch = NotifyText.allocate(arena);
+            this.notifyHeader = NotifyText.header(notifyScratch);
             this.locals = new MemorySegment[capacity];
+            this.localOffsets = new long[capacity];
             this.peers = new RemoteSegment[capacity];
             this.batchId = allocate();
         } catch (RuntimeException e) {
@@ -119,7 +121,19 @@ public final class TransferBatch implements AutoCloseable {
      * @throws IndexOutOfBoundsException when {@code bytes} exceeds {@code source}
      */
     public int write(MemorySegment source, RemoteSegment peer, long remoteAddress, long bytes) {
-        return add(TransferEngineLibrary.OPCODE_WRITE, source, peer, remoteAddress, bytes);
+        return add(TransferEngineLibrary.OPCODE_WRITE, source, 0, peer, remoteAddress, bytes);
+    }
+
+    /**
+     * Adds a WRITE of {@code bytes} from {@code source} at byte offset {@code offset} to {@code remoteAddress} in
+     * {@code peer}'s memory: {@link #write(MemorySegment, RemoteSegment, long, long)} of a part of a buffer,
+     * without a slice object per request.
+     *
+     * @return the request's index in the batch, or {@link #BATCH_FULL}
+     * @throws IndexOutOfBoundsException when {@code [offset, offset + bytes)} exceeds {@code source}
+     */
+    public int write(MemorySegment source, long offset, RemoteSegment peer, long remoteAddress, long bytes) {
+        return add(TransferEngineLibrary.OPCODE_WRITE, source, offset, peer, remoteAddress, bytes);
     }
 
     /**
@@ -129,12 +143,13 @@ public final class TransferBatch implements AutoCloseable {
      * @return the request's index in the batch, or {@link #BATCH_FULL}
      */
     public int read(MemorySegment destination, RemoteSegment peer, long remoteAddress, long bytes) {
-        return add(TransferEngineLibrary.OPCODE_READ, destination, peer, remoteAddress, bytes);
+        return add(TransferEngineLibrary.OPCODE_READ, destination, 0, peer, remoteAddress, bytes);
     }
 
-    private int add(int opcode, MemorySegment local, RemoteSegment peer, long remoteAddress, long bytes) {
+    private int add(int opcode, MemorySegment local, long offset, RemoteSegment peer, long remoteAddress,
+                    long bytes) {
         checkOpen();
-        Objects.checkFromIndexSize(0, bytes, local.byteSize());
+        Objects.checkFromIndexSize(offset, bytes, local.byteSize());
         TransferEngine.requireNative(local);
         if (added == capacity) {
             return BATCH_FULL;
@@ -142,12 +157,14 @@ public final class TransferBatch implements AutoCloseable {
         long at = added * TransferEngineLibrary.TRANSFER_REQUEST.byteSize();
         requests.set(JAVA_INT, at + REQ_OPCODE, opcode);
         requests.set(JAVA_INT, at + REQ_OPCODE + 4, 0);
-        requests.set(ADDRESS, at + REQ_SOURCE, local);
+        // source is a pointer: 64 bits on every platform the engine runs on
+        requests.set(JAVA_LONG, at + REQ_SOURCE, local.address() + offset);
         requests.set(JAVA_INT, at + REQ_TARGET_ID, peer.id());
         requests.set(JAVA_INT, at + REQ_RESERVED, 0);
         requests.set(JAVA_LONG, at + REQ_TARGET_OFFSET, remoteAddress);
         requests.set(JAVA_LONG, at + REQ_LENGTH, bytes);
         locals[added] = local;
+        localOffsets[added] = offset;
         peers[added] = peer;
         return added++;
     }
@@ -172,23 +189,28 @@ public final class TransferBatch implements AutoCloseable {
      * Submits the requests added since the last submit, then a notification that reaches the peer of the last
      * request after their bytes ({@code submitTransferWithNotify}).
      *
+     * Name and message may be any {@link CharSequence} (a {@link StringBuilder} reused per layer, say): they are
+     * encoded straight into the batch's native memory, and the call allocates nothing.
+     *
      * @return as {@link #submit()}
      * @throws KVException {@code INVALID_ARGUMENT} when name and message exceed 4094 bytes of UTF-8
      */
-    public int submit(String notifyName, String notifyMessage) {
+    public int submit(CharSequence notifyName, CharSequence notifyMessage) {
         checkOpen();
         int count = added - submitted;
-        int rc = library.submitTransferWithNotify(engine.handle(), batchId, pending(), count,
-                TransferEngine.writeNotify(notifyScratch, notifyName, notifyMessage));
+        NotifyText.write(notifyScratch, notifyName, notifyMessage);
+        int rc = library.submitTransferWithNotify(engine.handle(), batchId, pending(), count, notifyHeader);
         if (rc == 0) {
             submitted = added;
         }
         return rc;
     }
 
+    /** The requests added since the last submit: the whole array (no slice object) when none was submitted. */
     private MemorySegment pending() {
         long stride = TransferEngineLibrary.TRANSFER_REQUEST.byteSize();
-        return requests.asSlice(submitted * stride, Math.max(1, added - submitted) * stride);
+        return submitted == 0 ? requests
+                : requests.asSlice(submitted * stride, Math.max(1, added - submitted) * stride);
     }
 
     /** A description of a code that {@link #submit()} returned. */
@@ -256,7 +278,7 @@ public final class TransferBatch implements AutoCloseable {
         long at = failedTask * TransferEngineLibrary.TRANSFER_REQUEST.byteSize();
         return TransferEngineErrors.transferFailed(engine.uri(), failedState,
                 requests.get(JAVA_INT, at + REQ_OPCODE) == TransferEngineLibrary.OPCODE_WRITE,
-                peers[failedTask].name(), locals[failedTask].address(),
+                peers[failedTask].name(), locals[failedTask].address() + localOffsets[failedTask],
                 requests.get(JAVA_LONG, at + REQ_TARGET_OFFSET), requests.get(JAVA_LONG, at + REQ_LENGTH));
     }
 

@@ -1,7 +1,6 @@
 package dev.kvconnector.mooncake.te;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
-import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
@@ -46,7 +45,6 @@ public final class TransferEngine implements AutoCloseable {
     /** Bytes for {@code getLocalIpAndPort}'s output: a host name (at most 253) plus {@code :port} and NUL. */
     private static final int NAME_BUFFER = 320;
     /** Bytes of the pre-allocated buffer for a notification's name and message (UTF-8, each NUL-terminated). */
-    static final int NOTIFY_BYTES = 4096;
 
     private final TransferEngineLibrary library;
     private final String uri;
@@ -58,6 +56,7 @@ public final class TransferEngine implements AutoCloseable {
     private final Set<TransferBatch> batches = ConcurrentHashMap.newKeySet();
     private final MemorySegment notifySize;
     private final MemorySegment notifyScratch;
+    private final MemorySegment notifyHeader;
     private volatile boolean closed;
 
     private TransferEngine(TransferEngineLibrary library, String uri, Arena arena, MemorySegment engine,
@@ -68,7 +67,8 @@ public final class TransferEngine implements AutoCloseable {
         this.engine = engine;
         this.segmentName = segmentName;
         this.notifySize = arena.allocate(JAVA_INT);
-        this.notifyScratch = arena.allocate(TransferEngineLibrary.NOTIFY_MSG.byteSize() + NOTIFY_BYTES, 8);
+        this.notifyScratch = NotifyText.allocate(arena);
+        this.notifyHeader = NotifyText.header(notifyScratch);
     }
 
     /** Opens an engine from {@code uri}, finding the library through the process environment. */
@@ -268,7 +268,8 @@ public final class TransferEngine implements AutoCloseable {
     public int notify(RemoteSegment segment, String name, String message) {
         checkOpen();
         synchronized (notifyScratch) {
-            return library.genNotify(engine, segment.id(), writeNotify(notifyScratch, name, message));
+            NotifyText.write(notifyScratch, name, message);
+            return library.genNotify(engine, segment.id(), notifyHeader);
         }
     }
 
@@ -295,27 +296,6 @@ public final class TransferEngine implements AutoCloseable {
                 library.freeNotifs(array, n);
             }
         }
-    }
-
-    /** Writes {@code name} and {@code message} into {@code scratch}, as a {@code notify_msg_t} at its start. */
-    static MemorySegment writeNotify(MemorySegment scratch, String name, String message) {
-        byte[] n = name.getBytes(StandardCharsets.UTF_8);
-        byte[] m = message.getBytes(StandardCharsets.UTF_8);
-        long header = TransferEngineLibrary.NOTIFY_MSG.byteSize();
-        if (n.length + m.length + 2 > scratch.byteSize() - header) {
-            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "a notification of " + (n.length + m.length)
-                    + " bytes (name and message, UTF-8) exceeds " + (scratch.byteSize() - header - 2) + " bytes")
-                    .operation("notify").hint("send ids in notifications, not payloads").build();
-        }
-        MemorySegment nameAt = scratch.asSlice(header, n.length + 1);
-        MemorySegment msgAt = scratch.asSlice(header + n.length + 1, m.length + 1);
-        MemorySegment.copy(n, 0, nameAt, JAVA_BYTE, 0, n.length);
-        nameAt.set(JAVA_BYTE, n.length, (byte) 0);
-        MemorySegment.copy(m, 0, msgAt, JAVA_BYTE, 0, m.length);
-        msgAt.set(JAVA_BYTE, m.length, (byte) 0);
-        scratch.set(ADDRESS, 0, nameAt);
-        scratch.set(ADDRESS, ADDRESS.byteSize(), msgAt);
-        return scratch.asSlice(0, header);
     }
 
     @SuppressWarnings("restricted")

@@ -195,6 +195,8 @@ class TeEngineTest {
                 assertEquals(0, batch.write(buffer, peer, 0x1000, 4096));
                 assertEquals(TransferBatch.BATCH_FULL, batch.write(buffer, peer, 0x1000, 4096));
                 assertThrows(IndexOutOfBoundsException.class, () -> batch.write(buffer, peer, 0, 4097));
+                assertThrows(IndexOutOfBoundsException.class, () -> batch.write(buffer, 1, peer, 0, 4096),
+                        "a part of a buffer must lie inside it");
             }
             engine.closeSegment(peer);
             try (TransferBatch batch = engine.newBatch(1)) {
