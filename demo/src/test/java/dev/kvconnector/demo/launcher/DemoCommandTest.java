@@ -10,21 +10,16 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.UUID;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
 
 /** {@code kvctl demo} end to end with the tiny model: real child engine JVMs, the real proxy, a shm: store. */
+@ExtendWith(NoEngineLeftRunning.class)
 class DemoCommandTest {
     private static final ObjectMapper JSON = new ObjectMapper();
 
-    @AfterEach
-    void noChildProcessRemains() {
-        List<ProcessHandle> alive = ProcessHandle.current().descendants().filter(ProcessHandle::isAlive).toList();
-        assertTrue(alive.isEmpty(), "child processes left running: " + alive.stream()
-                .map(h -> h.pid() + " " + h.info().commandLine().orElse("?")).toList());
-    }
 
     @Test
     void onePrefillOneDecodeOverShmMatchesTheSingleInstanceAndWritesTheReport(@TempDir Path dir) throws Exception {

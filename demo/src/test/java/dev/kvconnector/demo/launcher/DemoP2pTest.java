@@ -11,8 +11,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
 
@@ -21,16 +21,11 @@ import picocli.CommandLine;
  * moves from P's cache into D's through the transfer engine's test double (loopback TCP), the real proxy in its v1
  * and concurrent flows; with {@code p2p+store} a shared {@code shm:} store beside it.
  */
+@ExtendWith(NoEngineLeftRunning.class)
 class DemoP2pTest {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final int REQUESTS = 4;
 
-    @AfterEach
-    void noChildProcessRemains() {
-        List<ProcessHandle> alive = ProcessHandle.current().descendants().filter(ProcessHandle::isAlive).toList();
-        assertTrue(alive.isEmpty(), "child processes left running: " + alive.stream()
-                .map(h -> h.pid() + " " + h.info().commandLine().orElse("?")).toList());
-    }
 
     private static JsonNode demo(Path out, String... args) throws Exception {
         List<String> all = new ArrayList<>(List.of("--tiny", "--prefill", "1", "--decode", "1", "--requests",

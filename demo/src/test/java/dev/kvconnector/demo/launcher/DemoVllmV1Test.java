@@ -6,10 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.nio.file.Path;
-import java.util.List;
 import java.util.UUID;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
 
@@ -18,16 +17,11 @@ import picocli.CommandLine;
  * MooncakeStoreConnector keys and headerless block values in a shared {@code shm:} store, the real proxy, both XpYd
  * runs (v1, then layer-wise in the concurrent flow).
  */
+@ExtendWith(NoEngineLeftRunning.class)
 class DemoVllmV1Test {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final int REQUESTS = 6;
 
-    @AfterEach
-    void noChildProcessRemains() {
-        List<ProcessHandle> alive = ProcessHandle.current().descendants().filter(ProcessHandle::isAlive).toList();
-        assertTrue(alive.isEmpty(), "child processes left running: " + alive.stream()
-                .map(h -> h.pid() + " " + h.info().commandLine().orElse("?")).toList());
-    }
 
     @Test
     void vllmV1KeysAndValuesAreTokenExactAndEveryDecodeLoadsEveryFullBlock(@TempDir Path dir) throws Exception {
