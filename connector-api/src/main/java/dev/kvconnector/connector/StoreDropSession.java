@@ -210,6 +210,9 @@ final class StoreDropSession implements DropSession {
                 dsts[c] = staging.asSlice(geo.layerOffsets[c], geo.layerObjectBytes[c]);
             }
             store.getIntoBatch(keys, dsts, chunks, results);
+            // With a sink that takes objects the payload sum is fused into its scatter, as from a view: the headers
+            // are checked here, each payload's sum after its scatter. Otherwise the codec checks whole objects first.
+            boolean fused = sink.takesObjects() && objects.fusedChecksum();
             for (int c = 0; c < chunks; c++) {
                 long r = results[c];
                 if (GetResult.isMiss(r) && streaming) {
@@ -217,14 +220,26 @@ final class StoreDropSession implements DropSession {
                 }
                 DropResult miss = missOrTooSmall(r, keys[c], dsts[c].byteSize(), layer);
                 if (miss == null) {
-                    miss = statusMiss(objects.validate(c, layer, dsts[c], r), keys[c]);
+                    miss = statusMiss(fused ? objects.validateHeader(c, layer, dsts[c], r)
+                            : objects.validate(c, layer, dsts[c], r), keys[c]);
                 }
                 if (miss != null) {
                     return miss;
                 }
                 bytes += r;
             }
-            sink.fromHost(layer, staging, chunks);
+            if (!fused) {
+                sink.fromHost(layer, staging, chunks);
+            } else {
+                for (int c = 0; c < chunks; c++) {
+                    sum.reset();
+                    sink.fromObject(layer, c, dsts[c], sum);
+                    DropResult miss = statusMiss(objects.verifyPayloadSum(c, layer, dsts[c], sum.value()), keys[c]);
+                    if (miss != null) {
+                        return miss;
+                    }
+                }
+            }
             recordLayer(start, bytes);
             return null;
         } finally {
