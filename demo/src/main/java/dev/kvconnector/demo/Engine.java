@@ -54,7 +54,8 @@ import org.slf4j.LoggerFactory;
  * and decode halves of one proxied request agree on keys; with a key scheme that binds no namespace (vllm-v1), or
  * with {@link Builder#sharePrefixes}, they are the prompt's own, shared by every request with the same prefix. With
  * {@link Builder#prefixCache} the engine reuses its own cached chunks of a prompt and computes only the rest
- * ({@link PrefixCache}).
+ * ({@link PrefixCache}). With {@link Builder#saveDecodeKv} a decode engine saves each finished request's prompt and
+ * answer chunks into the store ({@link DecodeKvSave}), so the conversation's next turn finds its answer's KV there.
  *
  * <p>Thread-safe: concurrent requests get their own blocks from the allocator (and share cached chunks read-only).
  * The engine owns its cache and frees it on {@link #close()}; the connector belongs to the caller.
@@ -81,6 +82,8 @@ public final class Engine implements AutoCloseable {
     private final boolean namespaced;
     /** The engine's own prefix cache ({@link Builder#prefixCache}), or null. */
     private final PrefixCache prefixCache;
+    /** The save of each finished request's decode KV ({@link Builder#saveDecodeKv}), or null. */
+    private final DecodeKvSave decodeSave;
     private final boolean layerWise;
     private final PagedKVCache cache;
     private final BlockAllocator blocks;
@@ -113,6 +116,7 @@ public final class Engine implements AutoCloseable {
                 ModelConfig.BLOCK_SIZE, KvcV1KeyScheme.rootHash(connector != null ? connector.keyContext()
                         : KeyContext.of(config.modelId(), config.kvLayout()), null), config.layers(),
                 b.prefixEvents, b.prefixInstance);
+        this.decodeSave = b.saveDecodeKv ? new DecodeKvSave(connector, config.layers()) : null;
         this.hiddenPool = new SegmentPool(HIDDEN_POOL_BYTES);
         for (MissReason r : MissReason.values()) {
             misses.put(r, new LongAdder());
@@ -214,6 +218,10 @@ public final class Engine implements AutoCloseable {
                 next = Kernels.argmax(model.logits(hidden, 0));
                 out[i] = next;
                 onToken.accept(next);
+            }
+            if (decodeSave != null) {
+                // The last generated token is never fed back, so its KV was never written.
+                decodeSave.save(concat(prompt, out), prompt.length + maxTokens - 1, cache, table);
             }
             KVTransferParams answer = role.produces() && connector != null ? KVTransferParams.builder()
                     .transferId(transferId).doRemotePrefill(inserted).doRemoteDecode(false).remoteEngineId(engineId)
@@ -491,6 +499,11 @@ public final class Engine implements AutoCloseable {
                 inserts.sum(), insertFailures.sum());
     }
 
+    /** The decode saves' counters, or null when the engine saves none ({@link Builder#saveDecodeKv}). */
+    public DecodeSaveStats decodeSaveStats() {
+        return decodeSave == null ? null : decodeSave.stats();
+    }
+
     /** The own prefix cache's counters, or null when the engine keeps none ({@link Builder#prefixCache}). */
     public PrefixCacheStats prefixCacheStats() {
         return prefixCache == null ? null : prefixCache.stats();
@@ -546,6 +559,7 @@ public final class Engine implements AutoCloseable {
         private KvEventListener prefixEvents;
         private String prefixInstance;
         private boolean sharePrefixes;
+        private boolean saveDecodeKv;
 
         private Builder(ModelWeights weights) {
             this.weights = weights;
@@ -604,6 +618,36 @@ public final class Engine implements AutoCloseable {
             return this;
         }
 
+        /**
+         * A decode engine saves each finished request's KV, prompt and generated tokens, into the store under the keys
+         * a producer uses ({@link DecodeKvSave}: the full chunks up to the last generated token, skipped when the store
+         * holds them all), and its connector tells its listener, so a cache-aware proxy learns that the store holds
+         * the conversation with its last answer. For a consumer over a store whose keys bind no transfer id and whose
+         * objects hold no hidden states: {@link #sharePrefixes}, or a scheme such as vllm-v1. Default false.
+         */
+        public Builder saveDecodeKv(boolean on) {
+            this.saveDecodeKv = on;
+            return this;
+        }
+
+        private void checkDecodeSave() {
+            if (!role.consumes()) {
+                throw KVException.of(ErrorCode.INVALID_CONFIG, "role " + role.vllmName() + " decodes no prompt it "
+                        + "loaded; saving the decode KV is for a decode engine").hint("use it with kv_consumer or "
+                        + "kv_both (--role), or drop --save-decode-kv").build();
+            }
+            if (p2pConfig != null) {
+                throw KVException.of(ErrorCode.INVALID_CONFIG, "saving the decode KV needs a store; peer-to-peer "
+                        + "transfers keep nothing after the request").hint("use --transport store").build();
+            }
+            if (!sharePrefixes && (connector.bindsNamespace() || connector.holdsHiddenStates())) {
+                throw KVException.of(ErrorCode.INVALID_CONFIG, "saving the decode KV into " + connector.endpoint()
+                        + " needs keys without the request's transfer id and objects without hidden states, so a "
+                        + "later prompt that extends this one finds them; this connector's keys and objects carry them")
+                        .hint("use sharePrefixes (--share-prefixes)").build();
+            }
+        }
+
         /** Blocks of {@value ModelConfig#BLOCK_SIZE} tokens in the paged cache (default: 4 full contexts). */
         public Builder cacheBlocks(int n) {
             this.cacheBlocks = n;
@@ -650,6 +694,9 @@ public final class Engine implements AutoCloseable {
             if (prefixChunkTokens != 0) {
                 checkPrefixCache(connector == null ? 0 : connector.keyContext().chunkTokens(),
                         connector != null && connector.holdsHiddenStates());
+            }
+            if (saveDecodeKv) {
+                checkDecodeSave();
             }
             if (cacheBlocks < 1) {
                 throw KVException.of(ErrorCode.INVALID_ARGUMENT, "cacheBlocks " + cacheBlocks + " must be >= 1").build();

@@ -102,6 +102,12 @@ public final class EngineCommand implements Callable<Integer> {
                     + "objects, retained on load; no hidden states (the consumer computes the last prompt token).")
     boolean sharePrefixes;
 
+    @Option(names = "--save-decode-kv",
+            description = "kv_consumer, kv_both with --share-prefixes: after each request, save the full chunks of its "
+                    + "prompt and answer into the store (the conversation's next turn then finds the answer's KV "
+                    + "there), unless the store holds them all; counted under decode_save in /kv/metrics.")
+    boolean saveDecodeKv;
+
     @Option(names = "--key-tag", paramLabel = "TAG",
             description = "Added to the model id in every store key, so engines with other tags (or none) never read "
                     + "these engines' KV; kvctl demo gives each run its own.")
@@ -174,7 +180,7 @@ public final class EngineCommand implements Callable<Integer> {
                 connector = cb.build();
             }
             Engine.Builder eb = Engine.builder(weights).role(kvRole, connector).layerWise(layerWise)
-                    .sharePrefixes(sharePrefixes);
+                    .sharePrefixes(sharePrefixes).saveDecodeKv(saveDecodeKv);
             if (prefixCache) {
                 eb.prefixCache(connector != null ? connector.keyContext().chunkTokens()
                         : chunkTokens > 0 ? chunkTokens : KeyContext.DEFAULT_CHUNK_TOKENS, events, instance);

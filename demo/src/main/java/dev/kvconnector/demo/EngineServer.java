@@ -38,7 +38,8 @@ import org.slf4j.LoggerFactory;
  *       actual hits;</li>
  *   <li>{@code GET /v1/models}: the one served model;</li>
  *   <li>{@code GET /health}: 200 with an empty body;</li>
- *   <li>{@code GET /kv/metrics}: the engine's, its prefix cache's, the connector's and the store's counters as JSON
+ *   <li>{@code GET /kv/metrics}: the engine's, its prefix cache's, its decode saves', the connector's and the store's
+ *       counters as JSON
  *       (prefill passes, loads, misses by reason, layer latencies in microseconds, bytes per tier of a
  *       {@code tiered:} store), so a demo can show what each instance did; a peer-to-peer engine's
  *       {@code connector} also has them per transport under {@code transports} ({@code p2p}, {@code store});</li>
@@ -174,6 +175,12 @@ public final class EngineServer implements AutoCloseable {
                 e.putObject("prefix_cache").put("chunk_tokens", pc.chunkTokens()).put("chunks", pc.chunks())
                         .put("blocks", pc.blocks()).put("held_chunks", pc.heldChunks()).put("hit_tokens", pc.hitTokens())
                         .put("stored_chunks", pc.storedChunks()).put("evicted_chunks", pc.evictedChunks());
+            }
+            DecodeSaveStats ds = engine.decodeSaveStats();
+            if (ds != null) {
+                e.putObject("decode_save").put("saves", ds.saves()).put("skipped", ds.skipped())
+                        .put("new_chunks", ds.newChunks()).put("rewritten_chunks", ds.rewrittenChunks())
+                        .put("failures", ds.failures());
             }
             if (store != null) {
                 StoreStats.write(store, root.putObject("store"));

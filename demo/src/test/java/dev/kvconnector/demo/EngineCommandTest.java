@@ -83,6 +83,39 @@ class EngineCommandTest {
     }
 
     @Test
+    void savingTheDecodeKvOnAProducerOrWithoutSharedPrefixesIsAConfigError() {
+        KVException producer = assertThrows(KVException.class, () -> parse("--tiny", "--role", "kv_producer",
+                "--store", "memory:?capacity=16MiB", "--share-prefixes", "--save-decode-kv").start());
+        assertEquals(ErrorCode.INVALID_CONFIG, producer.code());
+        assertTrue(producer.getMessage().contains("kv_producer"), producer.getMessage());
+        KVException namespaced = assertThrows(KVException.class, () -> parse("--tiny", "--role", "kv_consumer",
+                "--store", "memory:?capacity=16MiB", "--save-decode-kv").start());
+        assertEquals(ErrorCode.INVALID_CONFIG, namespaced.code());
+        assertTrue(namespaced.hint().contains("--share-prefixes"), namespaced.hint());
+    }
+
+    @Test
+    void aDecodeEngineSavingItsKvCountsItsSavesInKvMetrics() throws Exception {
+        try (EngineCommand.Running r = parse("--port", "0", "--tiny", "--role", "kv_consumer", "--store",
+                "memory:?capacity=16MiB", "--share-prefixes", "--save-decode-kv", "--chunk-tokens", "16").start();
+             HttpClient http = HttpClient.newHttpClient()) {
+            HttpResponse<String> answer = http.send(HttpRequest.newBuilder(r.server().baseUri()
+                    .resolve("/v1/completions")).header("Content-Type", "application/json")
+                    .POST(HttpRequest.BodyPublishers.ofString("{\"prompt\":\"" + "z".repeat(40)
+                            + "\",\"max_tokens\":10}")).build(), HttpResponse.BodyHandlers.ofString());
+            assertEquals(200, answer.statusCode(), answer.body());
+            JsonNode m = new ObjectMapper().readTree(http.send(HttpRequest.newBuilder(r.server().baseUri()
+                    .resolve("/kv/metrics")).build(), HttpResponse.BodyHandlers.ofString()).body());
+            // Nothing in the store: D computed the prompt, then saved the 3 full chunks of its 49 computed tokens.
+            assertEquals(1, m.at("/engine/misses/ABSENT").asLong(), m.toString());
+            assertEquals(1, m.at("/engine/decode_save/saves").asLong(), m.toString());
+            assertEquals(3, m.at("/engine/decode_save/new_chunks").asLong(), m.toString());
+            assertEquals(0, m.at("/engine/decode_save/rewritten_chunks").asLong(), m.toString());
+            assertEquals(0, m.at("/engine/decode_save/failures").asLong(), m.toString());
+        }
+    }
+
+    @Test
     void kvMetricsReportsThePrefixCacheAndEachTierOfATieredStore(@TempDir Path dir) throws Exception {
         String tiered = "tiered:[memory:?capacity=16MiB][shm:/kvc-cmd-" + UUID.randomUUID().toString().substring(0, 8)
                 + "?capacity=16MiB&dir=" + dir + "]";

@@ -76,12 +76,13 @@ final class InferenceCall {
             clientGone();
             return;
         }
+        KvMetrics.Reason decodeOnly = route == null ? null : route.decodeOnly(config.kvDecodeMaxSuffix());
         if (route != null && route.unhashed != null) {
             proxy.kvRouter().metrics.decided(route.unhashed);
-        } else if (route != null && route.storeHoldsPrompt()) {
-            // The store holds every chunk: D loads the prompt, nothing to prefill. A stale index entry makes this a
-            // miss on D, which recomputes: slower, never a failure.
-            proxy.kvRouter().metrics.decided(KvMetrics.Reason.STORE_HIT);
+        } else if (decodeOnly != null) {
+            // The store holds every chunk, or all but a short suffix: D loads what it holds and computes the rest,
+            // nothing to prefill. A stale index entry makes this a miss on D, which recomputes: slower, never a failure.
+            proxy.kvRouter().metrics.decided(decodeOnly);
             proxy.metrics.kvDecodeOnly.increment();
             kvDecodeOnly = true;
             startDecode(null);

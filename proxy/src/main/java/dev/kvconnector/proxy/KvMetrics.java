@@ -11,6 +11,11 @@ final class KvMetrics {
     enum Reason {
         /** The shared store held the whole prompt: decode only, no prefill. */
         STORE_HIT,
+        /**
+         * The shared store held a prefix of the prompt and at most {@link ProxyConfig#kvDecodeMaxSuffix()} tokens
+         * follow it: decode only, D loads the prefix and computes the suffix (conditional disaggregation).
+         */
+        STORE_PREFIX,
         /** The prefill instance chosen holds a prefix of the prompt in its own cache. */
         CACHE_HIT,
         /** No instance holds a prefix: the least loaded one. */

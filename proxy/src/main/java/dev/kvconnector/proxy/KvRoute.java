@@ -40,9 +40,29 @@ final class KvRoute {
         return chunkTokens == 0 ? 0 : tokens(Math.min(overlap(p), (promptTokens - 1) / chunkTokens));
     }
 
-    /** The prompt tokens the index expects a decode-only D to load: the store's prefix, the whole prompt. */
+    /**
+     * The prompt tokens the index expects a decode-only D to load: the store's prefix (the whole prompt for
+     * {@link KvMetrics.Reason#STORE_HIT}, all but a short suffix for {@link KvMetrics.Reason#STORE_PREFIX}).
+     */
     int predictedDecodeOnlyTokens() {
         return tokens(storePrefix);
+    }
+
+    /**
+     * Whether D alone serves the request, and why: {@link KvMetrics.Reason#STORE_HIT} when the shared store holds
+     * every chunk of the prompt; {@link KvMetrics.Reason#STORE_PREFIX} when it holds at least one leading chunk and
+     * at most {@code maxSuffixTokens} prompt tokens follow them, which D computes after loading the prefix (0: never);
+     * otherwise null, and P prefills. A prompt with nothing in the store goes to P however short it is: D would find
+     * nothing to load.
+     *
+     * @param maxSuffixTokens {@link ProxyConfig#kvDecodeMaxSuffix()}, in tokens
+     */
+    KvMetrics.Reason decodeOnly(int maxSuffixTokens) {
+        if (storeHoldsPrompt()) {
+            return KvMetrics.Reason.STORE_HIT;
+        }
+        return unhashed == null && storePrefix > 0 && promptTokens - tokens(storePrefix) <= maxSuffixTokens
+                ? KvMetrics.Reason.STORE_PREFIX : null;
     }
 
     /** The prompt tokens in its first {@code leadingChunks} chunks. */

@@ -65,6 +65,13 @@ public final class ProxyCommand implements Callable<Integer> {
                     + "(only token-id prompts are routed by cache) (default: ${DEFAULT-VALUE}).")
     KvTokenizer kvTokenizer;
 
+    @Option(names = "--kv-decode-max-suffix", paramLabel = "TOKENS",
+            defaultValue = "" + ProxyConfig.DEFAULT_KV_DECODE_MAX_SUFFIX,
+            description = "kv-aware: send a prompt to a decode instance alone when the shared store holds a prefix of "
+                    + "it and at most this many prompt tokens follow (D loads the prefix and computes them); 0 only "
+                    + "when the store holds the whole prompt (default: ${DEFAULT-VALUE}).")
+    int kvDecodeMaxSuffix;
+
     @Option(names = "--on-prefill-failure", defaultValue = "retry", converter = PrefillFailureChoice.class,
             description = "retry (another prefill instance) or decode-only (default: ${DEFAULT-VALUE}).")
     PrefillFailureMode onPrefillFailure;
@@ -158,7 +165,8 @@ public final class ProxyCommand implements Callable<Integer> {
                 .startupCheck(startupCheck)
                 .prefixAffinityChars(prefixChars)
                 .adminApiKey(adminKey())
-                .kvTokenizer(kvTokenizer);
+                .kvTokenizer(kvTokenizer)
+                .kvDecodeMaxSuffix(kvDecodeMaxSuffix);
         kvEvents.forEach(b::kvEvents);
         return b.build();
     }

@@ -35,6 +35,10 @@ import java.util.Objects;
  * @param adminApiKey           key required in {@code X-API-Key} by the admin endpoints; null disables them (500)
  * @param kvEvents              the engines' KV event endpoints, read by {@link Policy#KV_AWARE}
  * @param kvTokenizer           how {@link Policy#KV_AWARE} tokenizes a text prompt
+ * @param kvDecodeMaxSuffix     {@link Policy#KV_AWARE}'s conditional disaggregation, in prompt tokens: a prompt of
+ *                              which the shared store holds a prefix and at most this many tokens after it goes to D
+ *                              alone, which loads the prefix and computes the rest; 0 sends D alone only the prompts
+ *                              the store holds whole. Other policies ignore it.
  */
 public record ProxyConfig(
         String model,
@@ -62,7 +66,8 @@ public record ProxyConfig(
         int prefixAffinityChars,
         String adminApiKey,
         List<KvEventEndpoint> kvEvents,
-        KvTokenizer kvTokenizer) {
+        KvTokenizer kvTokenizer,
+        int kvDecodeMaxSuffix) {
 
     /** Default listening port, as in vLLM's proxy demo. */
     public static final int DEFAULT_PORT = 8000;
@@ -70,6 +75,14 @@ public record ProxyConfig(
     public static final long DEFAULT_MAX_REQUEST_BYTES = 32L << 20;
     /** Default largest buffered (non-streamed) upstream answer: 64 MiB. */
     public static final long DEFAULT_MAX_RESPONSE_BYTES = 64L << 20;
+    /**
+     * Default {@link #kvDecodeMaxSuffix()}: 64 tokens (four of the demo's 16-token chunks), the size of a short
+     * follow-up turn. P would compute those tokens too (it reads nothing from the store), so sending them to D saves
+     * the hop to P, P's insert and D's wait for it; a longer suffix would put prefill work on the decode instances.
+     * Dynamo's disaggregated router makes the same choice with its own threshold (it prefills on the decode worker
+     * when the uncached part of the prompt is short).
+     */
+    public static final int DEFAULT_KV_DECODE_MAX_SUFFIX = 64;
 
     /** Copies the lists and checks every field; prefer {@link #builder(String)}. */
     public ProxyConfig {
@@ -127,6 +140,11 @@ public record ProxyConfig(
                     + PrefixIndex.MAX_PUBLISHERS);
         }
         Objects.requireNonNull(kvTokenizer, "kvTokenizer");
+        if (kvDecodeMaxSuffix < 0) {
+            throw new IllegalArgumentException("kvDecodeMaxSuffix (--kv-decode-max-suffix) must be 0 (decode-only "
+                    + "only for prompts the store holds whole) or a positive number of prompt tokens, was "
+                    + kvDecodeMaxSuffix);
+        }
     }
 
     private static void positive(String name, int value) {
@@ -146,7 +164,8 @@ public record ProxyConfig(
     public String toString() {
         return "ProxyConfig[model=" + model + ", prefill=" + prefill + ", decode=" + decode + ", bind=" + bindHost
                 + ":" + port + ", flow=" + flow + ", policy=" + policy + ", onPrefillFailure=" + onPrefillFailure
-                + ", kvEvents=" + kvEvents + ", kvTokenizer=" + kvTokenizer + ", adminApiKey=" + (adminApiKey == null ? "unset" : "****") + "]";
+                + ", kvEvents=" + kvEvents + ", kvTokenizer=" + kvTokenizer + ", kvDecodeMaxSuffix=" + kvDecodeMaxSuffix
+                + ", adminApiKey=" + (adminApiKey == null ? "unset" : "****") + "]";
     }
 
     /** Starts a builder with the defaults for everything but the model. */
@@ -182,6 +201,7 @@ public record ProxyConfig(
         private String adminApiKey;
         private final List<KvEventEndpoint> kvEvents = new ArrayList<>();
         private KvTokenizer kvTokenizer = KvTokenizer.BYTES;
+        private int kvDecodeMaxSuffix = DEFAULT_KV_DECODE_MAX_SUFFIX;
 
         private Builder(String model) {
             this.model = model;
@@ -237,6 +257,8 @@ public record ProxyConfig(
         public Builder kvEvents(KvEventEndpoint v) { kvEvents.add(v); return this; }
         /** See {@link ProxyConfig#kvTokenizer()}; default {@link KvTokenizer#BYTES}. */
         public Builder kvTokenizer(KvTokenizer v) { kvTokenizer = v; return this; }
+        /** See {@link ProxyConfig#kvDecodeMaxSuffix()}; default {@value ProxyConfig#DEFAULT_KV_DECODE_MAX_SUFFIX}. */
+        public Builder kvDecodeMaxSuffix(int v) { kvDecodeMaxSuffix = v; return this; }
 
         /** Validates and returns the config; throws {@link IllegalArgumentException} naming the bad value. */
         public ProxyConfig build() {
@@ -244,7 +266,7 @@ public record ProxyConfig(
                     maxPrefillAttempts, maxDecodeAttempts, connectTimeout, firstByteTimeout, totalTimeout,
                     clientIdleTimeout, maxRequestBytes, maxResponseBytes, healthInterval, healthTimeout, healthPath,
                     ejectAfterFailures, readmitAfterSuccesses, startupCheck, prefixAffinityChars, adminApiKey,
-                    kvEvents, kvTokenizer);
+                    kvEvents, kvTokenizer, kvDecodeMaxSuffix);
         }
     }
 }

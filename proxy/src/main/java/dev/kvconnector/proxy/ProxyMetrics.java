@@ -27,7 +27,10 @@ final class ProxyMetrics {
     final LongAdder prefillRetries = new LongAdder();
     final LongAdder decodeRetries = new LongAdder();
     final LongAdder decodeOnlyFallbacks = new LongAdder();
-    /** Requests the kv-aware policy sent straight to D because the shared store held their whole prompt. */
+    /**
+     * Requests the kv-aware policy sent straight to D because the shared store held their whole prompt or all but a
+     * short suffix ({@link KvRoute#decodeOnly}).
+     */
     final LongAdder kvDecodeOnly = new LongAdder();
     final LongAdder staleConnectionRetries = new LongAdder();
     final Histogram clientFirstByte = new Histogram();
@@ -61,7 +64,8 @@ final class ProxyMetrics {
         counter(out, "xpyd_proxy_decode_only_total", "Requests decoded without a prefill after prefill failed.",
                 decodeOnlyFallbacks);
         counter(out, "xpyd_proxy_kv_decode_only_total", "Requests decoded without a prefill because the shared store"
-                + " held their whole prompt (kv-aware policy).", kvDecodeOnly);
+                + " held their whole prompt, or all but a suffix of at most --kv-decode-max-suffix tokens (kv-aware "
+                + "policy; xpyd_kv_route_decisions_total tells the two apart).", kvDecodeOnly);
         counter(out, "xpyd_proxy_stale_connection_retries_total", "Requests sent again to the same instance because"
                 + " a reused keep-alive connection closed before the response started.", staleConnectionRetries);
         out.append("# HELP xpyd_proxy_client_first_byte_seconds Time from a client request to its first answer byte.\n")

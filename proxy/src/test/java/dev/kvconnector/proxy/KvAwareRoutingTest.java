@@ -112,17 +112,74 @@ class KvAwareRoutingTest extends ProxyTestBase {
         assertEquals(200, post(proxy, "/v1/completions", completion(PROMPT)).statusCode());
         assertEquals(1, p.completions().size());
 
-        // A prompt of which the store holds only a prefix still prefills.
-        String longer = PROMPT + " And then it wakes up.";
-        sp.store(hashes(longer), hashes(PROMPT).size() - 1, STORE);
-        assertEquals(200, post(proxy, "/v1/completions", completion(longer)).statusCode());
-        assertEquals(2, p.completions().size());
-
         String metrics = get(proxy, "/metrics").body();
         assertTrue(metrics.contains("xpyd_proxy_kv_decode_only_total 1"), metrics);
         assertTrue(metrics.contains("xpyd_kv_route_decisions_total{reason=\"store_hit\"} 1"), metrics);
         assertTrue(metrics.contains("xpyd_kv_index_chunks "), metrics);
         assertTrue(metrics.contains("xpyd_kv_event_lag_ms "), metrics);
+    }
+
+    @Test
+    void aPromptTheStoreHoldsButForAShortSuffixGoesToDecodeAloneAndALongerSuffixPrefills() throws Exception {
+        var p = instance("p");
+        var d = instance("d");
+        XpydProxy proxy = start(config().policy(Policy.KV_AWARE).flow(ProxyFlow.V1).prefill(p.address())
+                .decode(d.address()));
+        Script sp = new Script(proxy.kvRouter().feed(p.address(), null), 3);
+        KvMetrics m = proxy.kvRouter().metrics;
+        // PROMPT is 67 tokens: the store holds its four full chunks, as a decode engine that saved the previous turn
+        // leaves them. The next turn adds 22 tokens: 25 after the stored prefix, at most the default 64.
+        String nextTurn = PROMPT + " And then it wakes up.";
+        sp.store(hashes(nextTurn), 4, STORE);
+        d.loadedTokens(4 * CHUNK);
+        var r = post(proxy, "/v1/completions", completion(nextTurn));
+        assertEquals(200, r.statusCode(), r.body());
+        assertEquals(0, p.completions().size(), "prefill ran although only 25 tokens follow the store's prefix");
+        assertEquals(1, d.completions().size());
+        assertFalse(d.completions().get(0).body().has("kv_transfer_params"), "D loads from the store, not from a P");
+        assertEquals(1, m.decisions(KvMetrics.Reason.STORE_PREFIX));
+        assertEquals(0, m.decisions(KvMetrics.Reason.STORE_HIT));
+        assertEquals(1, proxy.metrics.kvDecodeOnly.sum());
+        // D is predicted the store's prefix, and reports loading exactly that.
+        assertEquals(1, m.exact.sum());
+        assertEquals(4 * CHUNK, m.predictedTokens.sum());
+
+        // 65 tokens after the same prefix: more than 64, so P prefills (nothing in its own cache: by load).
+        String longTurn = PROMPT + " " + "x".repeat(64);
+        assertEquals(132, KvPrompts.byteTokens(longTurn).length);
+        sp.store(hashes(longTurn), 4, STORE);
+        assertEquals(200, post(proxy, "/v1/completions", completion(longTurn)).statusCode());
+        assertEquals(1, p.completions().size());
+        assertEquals(1, m.decisions(KvMetrics.Reason.LOAD));
+
+        // A prompt short enough but with nothing in the store: D would load nothing, so P prefills it.
+        assertEquals(200, post(proxy, "/v1/completions", completion("a short prompt")).statusCode());
+        assertEquals(2, p.completions().size());
+        assertEquals(2, m.decisions(KvMetrics.Reason.LOAD));
+
+        String metrics = get(proxy, "/metrics").body();
+        assertTrue(metrics.contains("xpyd_kv_route_decisions_total{reason=\"store_prefix\"} 1"), metrics);
+        assertTrue(metrics.contains("xpyd_proxy_kv_decode_only_total 1"), metrics);
+    }
+
+    @Test
+    void withNoSuffixAllowedOnlyAWholePromptInTheStoreSkipsThePrefill() throws Exception {
+        var p = instance("p");
+        var d = instance("d");
+        XpydProxy proxy = start(config().policy(Policy.KV_AWARE).flow(ProxyFlow.V1).prefill(p.address())
+                .decode(d.address()).kvDecodeMaxSuffix(0));
+        Script sp = new Script(proxy.kvRouter().feed(p.address(), null), 3);
+        KvMetrics m = proxy.kvRouter().metrics;
+        // 64 tokens, four whole chunks; the next turn adds one token, which the store lacks.
+        String whole = "0123456789abcdef".repeat(4);
+        sp.store(hashes(whole), 4, STORE);
+        assertEquals(200, post(proxy, "/v1/completions", completion(whole + "?")).statusCode());
+        assertEquals(1, p.completions().size(), "a one-token suffix prefills when --kv-decode-max-suffix is 0");
+        assertEquals(0, m.decisions(KvMetrics.Reason.STORE_PREFIX));
+        assertEquals(200, post(proxy, "/v1/completions", completion(whole)).statusCode());
+        assertEquals(1, p.completions().size());
+        assertEquals(1, m.decisions(KvMetrics.Reason.STORE_HIT));
+        assertEquals(1, proxy.metrics.kvDecodeOnly.sum());
     }
 
     @Test

@@ -134,8 +134,9 @@ class KvPredictionTest extends ProxyTestBase {
     void aPrefillIsPredictedItsOwnCacheUpToTheChunkBeforeTheLastTokenAndNeverTheStores() throws Exception {
         var p = instance("p");
         var d = instance("d");
+        // No decode-only for a stored prefix: the store's four chunks of PROMPT would otherwise send it to D alone.
         XpydProxy proxy = start(config().policy(Policy.KV_AWARE).flow(ProxyFlow.V1).prefill(p.address())
-                .decode(d.address()));
+                .decode(d.address()).kvDecodeMaxSuffix(0));
         KvEventFeed feed = proxy.kvRouter().feed(p.address(), null);
         // 64 tokens, four whole chunks, all in P's own cache: P computes the last one again for its logits.
         String whole = "0123456789abcdef".repeat(4);

@@ -65,6 +65,28 @@ class ProxyCommandTest {
     }
 
     @Test
+    void kvDecodeMaxSuffixDefaultsToFourChunksTakesZeroAndRefusesWhatIsNotACount() throws Exception {
+        assertEquals(ProxyConfig.DEFAULT_KV_DECODE_MAX_SUFFIX,
+                parse(Map.of(), "--model", "m", "--decode", "b:2").toConfig().kvDecodeMaxSuffix());
+        assertEquals(64, ProxyConfig.DEFAULT_KV_DECODE_MAX_SUFFIX);
+        assertEquals(0, parse(Map.of(), "--model", "m", "--decode", "b:2", "--kv-decode-max-suffix", "0").toConfig()
+                .kvDecodeMaxSuffix());
+        assertEquals(200, parse(Map.of(), "--model", "m", "--decode", "b:2", "--kv-decode-max-suffix", "200")
+                .toConfig().kvDecodeMaxSuffix());
+        var negative = assertThrows(IllegalArgumentException.class, () -> parse(Map.of(), "--model", "m", "--decode",
+                "b:2", "--kv-decode-max-suffix", "-1").toConfig());
+        assertTrue(negative.getMessage().contains("--kv-decode-max-suffix") && negative.getMessage().contains("-1"),
+                negative.getMessage());
+        var text = assertThrows(CommandLine.ParameterException.class, () -> parse(Map.of(), "--model", "m",
+                "--decode", "b:2", "--kv-decode-max-suffix", "two chunks"));
+        assertTrue(text.getMessage().contains("--kv-decode-max-suffix") && text.getMessage().contains("two chunks"),
+                text.getMessage());
+        var embedded = assertThrows(IllegalArgumentException.class,
+                () -> ProxyConfig.builder("m").decode("b:2").kvDecodeMaxSuffix(Integer.MIN_VALUE).build());
+        assertTrue(embedded.getMessage().contains("kvDecodeMaxSuffix"), embedded.getMessage());
+    }
+
+    @Test
     void defaultsMatchVllmsDemo() throws Exception {
         ProxyConfig c = parse(Map.of(), "--model", "m", "--prefill", "a:1", "--decode", "b:2").toConfig();
         assertEquals(8000, c.port());

@@ -3,6 +3,7 @@ package dev.kvconnector.demo.launcher;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.kvconnector.proxy.Policy;
+import dev.kvconnector.proxy.ProxyConfig;
 import dev.kvconnector.proxy.ProxyFlow;
 import dev.kvconnector.store.StoreUri;
 import java.io.PrintStream;
@@ -111,6 +112,13 @@ public final class DemoCommand implements Callable<Integer> {
                     + "caches, a multiple of 16 (default ${DEFAULT-VALUE}).")
     int chunkTokens;
 
+    @Option(names = "--kv-decode-max-suffix", paramLabel = "TOKENS",
+            defaultValue = "" + ProxyConfig.DEFAULT_KV_DECODE_MAX_SUFFIX,
+            description = "multi-turn: the kv-aware proxy sends a prompt to a decode engine alone when the store holds "
+                    + "a prefix of it and at most this many tokens follow; 0 only when it holds the whole prompt "
+                    + "(kvctl proxy --kv-decode-max-suffix) (default ${DEFAULT-VALUE}).")
+    int kvDecodeMaxSuffix;
+
     @Option(names = "--start-timeout-s", defaultValue = "120",
             description = "How long an engine process may take to answer /health, in s (default ${DEFAULT-VALUE}).")
     int startTimeoutSeconds;
@@ -122,7 +130,8 @@ public final class DemoCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        // Routing matters more with more prefill engines: round robin finds a conversation's P again 1 time in P.
+        // Issue 20's goal is judged against round robin, which finds a conversation's P again 1 time in P: at 2 Ps even
+        // the single engine's own prefix cache recomputes only 40% fewer prompt tokens than it here (demo/README.md).
         boolean conversations = "multi-turn".equals(workload);
         prefill = prefill != null ? prefill : conversations ? 3 : 2;
         decode = decode != null ? decode : conversations ? 1 : 2;
@@ -200,6 +209,7 @@ public final class DemoCommand implements Callable<Integer> {
             if (multiTurn != null) {
                 config.put("requests", requests / turns * turns).put("turns", turns)
                         .put("conversations", requests / turns).put("chunk_tokens", chunkTokens)
+                        .put("kv_decode_max_suffix", kvDecodeMaxSuffix).put("save_decode_kv", true)
                         .put("layer_wise_flow", "none");
                 config.remove(List.of("min_prompt_tokens", "max_prompt_tokens"));
             }
@@ -240,10 +250,11 @@ public final class DemoCommand implements Callable<Integer> {
             throw new CommandLine.ParameterException(new CommandLine(this),
                     "--workload must be default or multi-turn, not " + workload);
         }
-        if (turns < 2 || requests < turns || chunkTokens < 16 || chunkTokens % 16 != 0) {
+        if (turns < 2 || requests < turns || chunkTokens < 16 || chunkTokens % 16 != 0 || kvDecodeMaxSuffix < 0) {
             throw new CommandLine.ParameterException(new CommandLine(this), "--workload multi-turn needs --turns >= 2,"
-                    + " --requests >= --turns and --chunk-tokens a multiple of 16; got --turns " + turns
-                    + ", --requests " + requests + ", --chunk-tokens " + chunkTokens);
+                    + " --requests >= --turns, --chunk-tokens a multiple of 16 and --kv-decode-max-suffix >= 0; got "
+                    + "--turns " + turns + ", --requests " + requests + ", --chunk-tokens " + chunkTokens
+                    + ", --kv-decode-max-suffix " + kvDecodeMaxSuffix);
         }
         if (p2p || !"kvc-v1".equals(scheme)) {
             throw new CommandLine.ParameterException(new CommandLine(this), "--workload multi-turn runs over a store "
@@ -251,7 +262,7 @@ public final class DemoCommand implements Callable<Integer> {
                     + " and --scheme " + scheme);
         }
         return new MultiTurn(new MultiTurn.Settings(prefill, decode, requests / turns, turns, chunkTokens, maxTokens,
-                clients, tiny, out.resolve("logs"), Duration.ofSeconds(startTimeoutSeconds)));
+                clients, kvDecodeMaxSuffix, tiny, out.resolve("logs"), Duration.ofSeconds(startTimeoutSeconds)));
     }
 
     /** {@code --p2p-engine}, else a loopback engine over MOONCAKE_TE_LIB or the test double built here. */
@@ -279,7 +290,8 @@ public final class DemoCommand implements Callable<Integer> {
                 + (engineArgs.isEmpty() ? "" : " " + String.join(" ", engineArgs)));
         // Peer-to-peer runs are all layer-wise: each gets its own log folder, so one does not overwrite another's.
         Path logs = engineArgs.isEmpty() ? out.resolve("logs") : out.resolve("logs").resolve(name);
-        DemoRuns.Spec spec = new DemoRuns.Spec(name, proxyFlow, Policy.ROUND_ROBIN, layerWise, prefill, decode,
+        DemoRuns.Spec spec = new DemoRuns.Spec(name, proxyFlow, Policy.ROUND_ROBIN,
+                ProxyConfig.DEFAULT_KV_DECODE_MAX_SUFFIX, layerWise, prefill, decode,
                 storeUri, scheme, tiny, engineArgs, engineArgs, logs, Duration.ofSeconds(startTimeoutSeconds));
         return DemoRuns.xpyd(spec, (label, base) -> LoadRunner.run(label, base, DemoRuns.MODEL, prompts, maxTokens,
                 clients, err), cleanup);

@@ -42,6 +42,7 @@ final class DemoRuns {
      * @param flow        the proxy's flow
      * @param policy      the proxy's policy; under {@link Policy#KV_AWARE} the proxy subscribes to the KV events of
      *                    every engine that publishes them ({@code --kv-events} among the engines' flags)
+     * @param kvDecodeMaxSuffix the proxy's {@link ProxyConfig#kvDecodeMaxSuffix()}, in tokens (kv-aware only)
      * @param layerWise   consumers load layer by layer
      * @param prefill     producer engines
      * @param decode      consumer engines
@@ -53,7 +54,7 @@ final class DemoRuns {
      * @param logDir      where the engines' logs go
      * @param startTimeout how long an engine may take to answer {@code /health}
      */
-    record Spec(String name, ProxyFlow flow, Policy policy, boolean layerWise, int prefill, int decode, String store,
+    record Spec(String name, ProxyFlow flow, Policy policy, int kvDecodeMaxSuffix, boolean layerWise, int prefill, int decode, String store,
                 String scheme, boolean tiny, List<String> prefillArgs, List<String> decodeArgs, Path logDir,
                 Duration startTimeout) {
     }
@@ -97,7 +98,7 @@ final class DemoRuns {
                 spec.startTimeout())) {
             cleanup.fleet = fleet;
             ProxyConfig.Builder pc = ProxyConfig.builder(MODEL).bindHost("127.0.0.1").port(0).flow(spec.flow())
-                    .policy(spec.policy())
+                    .policy(spec.policy()).kvDecodeMaxSuffix(spec.kvDecodeMaxSuffix())
                     // Engines busy computing on a small machine answer /health late; that is not a failure.
                     .healthTimeout(Duration.ofSeconds(10));
             for (EngineFleet.Member m : fleet.members()) {

@@ -22,13 +22,17 @@ import java.util.UUID;
  *       brings P its cached prefix.</li>
  *   <li>Every engine stores content-addressed chunks ({@code --share-prefixes}: no transfer id, retained on load), so
  *       the store's events credit it with every prompt P stored, and a prompt it holds whole goes to D alone.</li>
+ *   <li>The decode engines save each answer's KV with its prompt ({@code --save-decode-kv}), since only they ever
+ *       compute it, so the store holds a conversation up to its last answer; under kv-aware a next turn of which the
+ *       store lacks at most {@code --kv-decode-max-suffix} tokens goes to D alone, which loads the rest.</li>
  *   <li>Chunks are {@code --chunk-tokens} (16 by default) instead of the connector's 256, which no prompt of this
  *       workload would fill.</li>
  *   <li>Both policies run the same engines with the same flags; only the proxy's policy differs. Each run has its
  *       own key tag ({@code --key-tag}), so no run reads what an earlier one stored, even in a store the demo does
  *       not own.</li>
  * </ul>
- * The flow is v1: D loads after P has stored the prompt. D keeps no prefix cache; it loads from the store.
+ * The flow is v1: D loads after P has stored the prompt. D keeps no prefix cache; it loads from the store. Round
+ * robin never sends a request to D alone, so there D's saves only cost it time: P reads nothing from the store.
  */
 final class MultiTurn {
     /** The seed of the conversations' text and of the order in which clients take ready turns. */
@@ -44,12 +48,13 @@ final class MultiTurn {
      * @param chunkTokens   tokens per chunk of keys and prefix caches
      * @param maxTokens     tokens generated per turn
      * @param clients       concurrent clients
+     * @param kvDecodeMaxSuffix the kv-aware proxy's {@code --kv-decode-max-suffix}, in tokens
      * @param tiny          the 2-layer model
      * @param logDir        where each run's engine logs go, a folder per run
      * @param startTimeout  how long an engine may take to start
      */
     record Settings(int prefill, int decode, int conversations, int turns, int chunkTokens, int maxTokens,
-                    int clients, boolean tiny, Path logDir, Duration startTimeout) {
+                    int clients, int kvDecodeMaxSuffix, boolean tiny, Path logDir, Duration startTimeout) {
     }
 
     private final Settings settings;
@@ -90,10 +95,12 @@ final class MultiTurn {
                 "--kv-events", "tcp://127.0.0.1:0", "--kv-events-replay", "tcp://127.0.0.1:0");
         List<String> prefillArgs = new ArrayList<>(common);
         prefillArgs.add("--prefix-cache");
+        List<String> decodeArgs = new ArrayList<>(common);
+        decodeArgs.add("--save-decode-kv");
         err.println("starting " + settings.prefill() + " prefill and " + settings.decode() + " decode engines for "
                 + name + " over " + StoreUri.parse(storeUri).masked());
-        DemoRuns.Spec spec = new DemoRuns.Spec(name, ProxyFlow.V1, policy, false, settings.prefill(),
-                settings.decode(), storeUri, scheme, settings.tiny(), prefillArgs, common,
+        DemoRuns.Spec spec = new DemoRuns.Spec(name, ProxyFlow.V1, policy, settings.kvDecodeMaxSuffix(), false,
+                settings.prefill(), settings.decode(), storeUri, scheme, settings.tiny(), prefillArgs, decodeArgs,
                 settings.logDir().resolve(name.replaceAll("[^a-z]+", "-")), settings.startTimeout());
         return DemoRuns.xpyd(spec, load(err), cleanup);
     }

@@ -1,6 +1,7 @@
 package dev.kvconnector.demo.launcher;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -15,8 +16,10 @@ import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
 
 /**
- * {@code kvctl demo --workload multi-turn} end to end with the tiny model: real child engines, the real proxy under
- * both policies, a shm: store, then a tiered: store over shm: and a real redis-server beside that redis alone.
+ * {@code kvctl demo --workload multi-turn} end to end with the tiny model: real child engines (the decode engines
+ * saving their decode KV), the real proxy under both policies (kv-aware sending a turn of which the store lacks a
+ * short suffix to D alone), a shm: store, then a tiered: store over shm: and a real redis-server beside that redis
+ * alone.
  */
 class DemoMultiTurnTest {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -68,15 +71,22 @@ class DemoMultiTurnTest {
             assertTrue(r.path("ttft_ms").has("p50") && r.path("ttft_ms").has("p99"), r.toString());
             assertTrue(r.has("decode_only"), r.toString());
         }
-        // The proxy hashed and routed every prompt once an engine had said how it hashes, and its predictions of P's
-        // own cache held: P reports exactly what the index promised.
-        assertTrue(kv.at("/kv_decisions/cache_hit").asLong() > 0, kv.path("kv_decisions").toString());
+        // The store holds a conversation's previous turn (P's insert of its prompt, D's save of its answer and of any
+        // suffix D computed): a later turn adds at most 16 + 4 + 40 tokens to what the store holds, and goes to D alone,
+        // which loads the rest, computes the suffix and saves its new full chunks.
+        assertTrue(kv.path("decode_saved_chunks").asLong() > 0, kv.toString());
+        assertTrue(kv.at("/kv_decisions/store_prefix").asLong() > 0, kv.path("kv_decisions").toString());
+        assertEquals(kv.at("/kv_decisions/store_prefix").asLong(), kv.path("decode_only_suffix").asLong());
+        assertTrue(kv.path("decode_only").asLong() >= kv.path("decode_only_suffix").asLong(), kv.toString());
+        // The index's predictions held: every engine that reported found at least what it was promised, and the
+        // store's prefix that D loaded was counted exact.
         assertTrue(kv.at("/kv_predictions/exact").asLong() > 0, kv.path("kv_predictions").toString());
         assertEquals(0, kv.at("/kv_predictions/over").asLong(), kv.path("kv_predictions").toString());
-        assertTrue(kv.path("prefix_cache_hit_tokens").asLong() > 0, kv.toString());
-        // Later turns extend earlier ones, and P's own cache holds the earlier ones: not every token is recomputed.
+        // Later turns extend earlier ones, and the store holds the earlier ones: not every token is recomputed.
         assertTrue(kv.path("prompt_tokens").asLong() > kv.path("prompt_tokens_recomputed").asLong(), kv.toString());
+        // Round robin never sends a request to D alone, and reads no index.
         assertTrue(rr.path("kv_decisions").isMissingNode(), "round-robin reads no index");
+        assertEquals(0, rr.path("decode_only").asLong(), rr.toString());
 
         String text = Files.readString(out.resolve("demo.html"));
         assertTrue(text.contains("Policies and stores side by side") && text.contains("Prompt tokens recomputed"),
@@ -84,6 +94,18 @@ class DemoMultiTurnTest {
         assertTrue(text.contains("kv-aware recomputed " + kv.path("prompt_tokens_recomputed").asLong()
                 + " prompt tokens against " + rr.path("prompt_tokens_recomputed").asLong() + " under round-robin"),
                 "no sentence comparing the policies");
+    }
+
+    @Test
+    void aNegativeDecodeSuffixIsAUsageErrorThatStartsNothing(@TempDir Path dir) {
+        String[] args = {"--workload", "multi-turn", "--tiny", "--kv-decode-max-suffix", "-16", "--out",
+            dir.toString()};
+        assertEquals(2, new CommandLine(new DemoCommand()).execute(args));
+        DemoCommand demo = new DemoCommand();
+        new CommandLine(demo).parseArgs(args);
+        CommandLine.ParameterException e = assertThrows(CommandLine.ParameterException.class, demo::call);
+        assertTrue(e.getMessage().contains("--kv-decode-max-suffix -16"), e.getMessage());
+        assertTrue(engines().isEmpty(), "engines started: " + engines());
     }
 
     @Test
