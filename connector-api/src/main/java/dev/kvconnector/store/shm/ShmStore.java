@@ -264,8 +264,8 @@ public final class ShmStore implements KVStore {
                         .store(uri).operation("subscribe").build();
             }
             long epoch = file.map().get(ValueLayout.JAVA_LONG, ShmLayout.H_EVENT_EPOCH);
-            ShmSubscription s = new ShmSubscription(uri, epoch, new EventReceiver(file.map(), lay), listener, errors,
-                    this::forget);
+            ShmSubscription s = new ShmSubscription(uri, epoch, file, new EventReceiver(file.map(), lay), listener,
+                    errors, this::forget);
             synchronized (subscriptions) {
                 subscriptions.add(s);
             }
