@@ -7,10 +7,10 @@ import java.util.concurrent.atomic.LongAdder;
 
 /**
  * Admits calls to one store instance's mapping. It counts the calls in flight, so that the close waits for them before
- * it unmaps the file, and turns every call after the close into {@code CLOSED}, naming the file. And it asks the file's
- * size ({@link ShmFile#sizeNow()}) as each call enters, so that no call touches a mapping whose file another process
- * has truncated into the store's tables (see {@link ShmFile} for why that must be checked before, not caught after).
- * The size it returns lets the call check the payload it is about to touch against the same figure.
+ * it unmaps the file, and turns every call after the close into {@code CLOSED}, naming the file. And it asks the
+ * file's size ({@link ShmFileSize#now()}) as each call enters, so that no call touches a mapping whose file another
+ * process has truncated into the store's tables ({@link ShmFileSize} says why that must be checked before, not caught
+ * after). The size it returns lets the call check the payload it is about to touch against the same figure.
  */
 final class CallGate {
     /** {@link #tryEnter()}'s answer for a call it did not admit. */
@@ -39,7 +39,7 @@ final class CallGate {
         if (size >= 0) {
             return size;
         }
-        throw closed.get() ? closedError(op, key) : file.cutShort(file.sizeNow(), op, key, null);
+        throw closed.get() ? closedError(op, key) : file.size().cutShort(file.size().now(), op, key, null);
     }
 
     /**
@@ -54,8 +54,8 @@ final class CallGate {
             inFlight.decrement();
             return REFUSED;
         }
-        long size = file.sizeNow();
-        if (size < file.layout().payloadOffset()) {
+        long size = file.size().now();
+        if (!file.size().holdsTables(size)) {
             inFlight.decrement();
             return REFUSED;
         }
@@ -72,9 +72,9 @@ final class CallGate {
         if (closed.get()) {
             throw closedError(op, key);
         }
-        long size = file.sizeNow();
+        long size = file.size().now();
         if (size < end) {
-            throw file.cutShort(size, op, key, null);
+            throw file.size().cutShort(size, op, key, null);
         }
     }
 

@@ -5,7 +5,6 @@ import static dev.kvconnector.store.shm.ShmLayout.*;
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
 import java.io.IOException;
-import java.io.RandomAccessFile;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -29,20 +28,12 @@ import org.slf4j.LoggerFactory;
 /**
  * One store file and its mapping, as Agrona's {@code MarkFile} is a CnC file's: creating it (initialized under a
  * temporary name, mode 0600, then published atomically, so no one sees it half-written), mapping it into a shared
- * arena, checking its header against {@link ShmLayout} before any number in it is used as an offset, watching its
- * size while it is mapped, and unmapping it. Every refusal names the file, what is wrong with it, and the fix.
- *
- * <p>Why the size is watched: no store ever shrinks its file, but another process can ({@code truncate}, a
- * {@code cp} or {@code >} onto it). An access to a page of the mapping past the new end then raises SIGBUS. The JVM
- * turns that into an {@link InternalError} for plain loads, stores and copies, but a compare-and-set run by the
- * interpreter faults inside the VM and stops the JVM, and in compiled code the error is raised only at the next
- * safepoint poll, possibly after the store's call has returned. So the store asks the file's size ({@link #sizeNow()},
- * an {@code fstat} of the open file) before it touches the mapping, and refuses what the file no longer covers.
+ * arena, checking its header against {@link ShmLayout} before any number in it is used as an offset, and unmapping
+ * it. Every refusal names the file, what is wrong with it, and the fix. Its size while it is mapped is watched by
+ * {@link ShmFileSize}.
  */
 final class ShmFile implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(ShmFile.class);
-    /** Copies from this many bytes on are followed by a second size check ({@link #recheck}): 64 KiB, 2 to 4 us. */
-    static final long RECHECK_BYTES = 64 << 10;
 
     private final Path path;
     private final String uri;
@@ -50,17 +41,16 @@ final class ShmFile implements AutoCloseable {
     private final MemorySegment map;
     private final MemorySegment readOnly;
     private final ShmLayout layout;
-    /** The file opened once more, read-only, for {@link #sizeNow()}: not a channel, which an interrupt closes. */
-    private final RandomAccessFile sizer;
+    private final ShmFileSize size;
 
-    private ShmFile(Path path, String uri, Arena arena, MemorySegment map, ShmLayout layout, RandomAccessFile sizer) {
+    private ShmFile(Path path, String uri, Arena arena, MemorySegment map, ShmLayout layout, ShmFileSize size) {
         this.path = path;
         this.uri = uri;
         this.arena = arena;
         this.map = map;
         this.readOnly = map.asReadOnly();
         this.layout = layout;
-        this.sizer = sizer;
+        this.size = size;
     }
 
     /**
@@ -76,50 +66,13 @@ final class ShmFile implements AutoCloseable {
             create(path, wanted, uri);
         }
         Arena arena = Arena.ofShared();
-        RandomAccessFile sizer = null;
         try {
             MemorySegment map = mapExisting(path, arena, uri);
-            sizer = openSizer(path, map.byteSize(), uri);
-            return new ShmFile(path, uri, arena, map, validate(path, map, uri), sizer);
+            ShmLayout layout = validate(path, map, uri);
+            return new ShmFile(path, uri, arena, map, layout, ShmFileSize.open(path, layout, uri));
         } catch (RuntimeException e) {
             arena.close();
-            closeQuietly(sizer);
             throw e;
-        }
-    }
-
-    /**
-     * Opens the file again for {@link #sizeNow()}, right after mapping it. Checked to be as long as the mapping: a
-     * file replaced between the two opens is refused (a replacement of the same size within those microseconds would
-     * go unseen, and only its truncation detection would watch the wrong file).
-     */
-    private static RandomAccessFile openSizer(Path path, long mapped, String uri) {
-        RandomAccessFile raf = null;
-        try {
-            raf = new RandomAccessFile(path.toFile(), "r");
-            if (raf.length() != mapped) {
-                throw refuse(ErrorCode.IO_ERROR, path, uri, "changed size from " + mapped + " to " + raf.length()
-                        + " bytes while it was being opened: another process is replacing or truncating it");
-            }
-            return raf;
-        } catch (IOException e) {
-            closeQuietly(raf);
-            throw KVException.of(ErrorCode.IO_ERROR, "cannot open " + path + " again to watch its size: " + e)
-                    .store(uri).operation("open").cause(e).hint("another process deleted it; open again").build();
-        } catch (RuntimeException e) {
-            closeQuietly(raf);
-            throw e;
-        }
-    }
-
-    private static void closeQuietly(RandomAccessFile raf) {
-        if (raf == null) {
-            return;
-        }
-        try {
-            raf.close();
-        } catch (IOException e) {
-            LOG.debug("closing {}: {}", raf, e.toString());
         }
     }
 
@@ -141,82 +94,16 @@ final class ShmFile implements AutoCloseable {
         return layout;
     }
 
-    /**
-     * The file's size in bytes now, from an {@code fstat} of the open file: about 0.1 to 0.2 us and no allocation (200
-     * ns on the project's 2-vCPU VM at load 5). -1 when it cannot be read.
-     */
-    long sizeNow() {
-        try {
-            return sizer.length();
-        } catch (IOException e) {
-            return -1;
-        }
-    }
-
-    /**
-     * After a copy of {@code len} bytes that ended at file offset {@code end}, asks the file's size again when the copy
-     * was at least {@link #RECHECK_BYTES} long, and fails when a truncation cut the copied bytes off during it. Two
-     * things come of that one {@code fstat}: a copy that lost the race with a truncation is told apart from a whole
-     * one, and the return from the native call is where HotSpot raises a fault that compiled code took during the
-     * copy (the caller's {@code catch (InternalError)} then names it), where otherwise it would surface at a later
-     * safepoint poll, after the store's call returned. Shorter copies end within a few microseconds of the size that
-     * the call entered with, and would pay the {@code fstat} in proportion: they are not checked again.
-     */
-    void recheck(long end, long len, String op, String key) {
-        if (len >= RECHECK_BYTES) {
-            long size = sizeNow();
-            if (size < end) {
-                throw cutShort(size, op, key, null);
-            }
-        }
-    }
-
-    /**
-     * What a fault on the mapping (the JVM's {@link InternalError} for SIGBUS) means: the truncation error of
-     * {@link #cutShort} when the file is now shorter than the mapping, else null (the caller decides: a write into a
-     * sparse tmpfs file also faults when the tmpfs has no page left).
-     */
-    KVException truncated(InternalError fault, String op, String key) {
-        long size = sizeNow();
-        return size >= layout.fileSize() ? null : cutShort(size, op, key, fault);
-    }
-
-    /**
-     * {@code fault}, a fault on the mapping that reached the store's boundary, as the store reports it: the truncation
-     * error when the file is now shorter than the mapping, else {@code fault} itself, rethrown. The store's calls catch
-     * it there because compiled code raises such a fault at its next safepoint poll, which may lie in any frame of the
-     * call (a return from a method compiled on its own), not only around the copy that took it.
-     */
-    RuntimeException named(InternalError fault, String op, String key) {
-        KVException truncated = truncated(fault, op, key);
-        if (truncated == null) {
-            throw fault;
-        }
-        return truncated;
-    }
-
-    /**
-     * CORRUPT_OBJECT for a file of {@code size} bytes, shorter than the mapping: it names the file, both sizes, what
-     * is lost, and the likely cause.
-     *
-     * @param cause the fault that revealed it, or null
-     */
-    KVException cutShort(long size, String op, String key, Throwable cause) {
-        String lost = size < layout.payloadOffset() ? "the store's tables are lost with it, so no value can be read"
-                : "values stored past byte " + size + " are lost; those before it can still be read";
-        return KVException.of(ErrorCode.CORRUPT_OBJECT, path + " is " + (size < 0 ? "unreadable (" + size + ")"
-                : size + " bytes") + ", but this store mapped it at " + layout.fileSize() + " bytes: another process "
-                + "truncated or replaced it while the store was open; " + lost).store(uri).operation(op).key(key)
-                .cause(cause).hint("no store shrinks its file: find what truncated or overwrote " + path
-                        + " (a truncate, cp or > onto it), then close every store on it, delete it and open again to "
-                        + "create a fresh store").build();
+    /** What watches the file's size while it is mapped. */
+    ShmFileSize size() {
+        return size;
     }
 
     /** Unmaps the file: every segment sliced from it throws {@link IllegalStateException} from now on. */
     @Override
     public void close() {
         arena.close();
-        closeQuietly(sizer);
+        size.close();
     }
 
     private static void create(Path path, ShmLayout lay, String uri) {

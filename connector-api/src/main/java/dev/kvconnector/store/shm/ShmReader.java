@@ -92,7 +92,7 @@ final class ShmReader {
             long len = entries.valueLength(e);
             long src = payload(e, "get", key);
             if (src + len > fileSize) {
-                throw file.cutShort(fileSize, "get", key, null);
+                throw file.size().cutShort(fileSize, "get", key, null);
             }
             if (len > dst.byteSize()) {
                 return GetResult.tooSmall(len);
@@ -105,11 +105,11 @@ final class ShmReader {
             } else {
                 MemorySegment.copy(map, src, dst, 0, len);
             }
-            file.recheck(src + len, len, "get", key);
+            file.size().recheck(src + len, len, "get", key);
             entries.markReferenced(e);
             return len;
         } catch (InternalError fault) {
-            KVException truncated = file.truncated(fault, "get", key);
+            KVException truncated = file.size().truncated(fault, "get", key);
             if (truncated == null) {
                 throw fault;
             }
@@ -178,7 +178,7 @@ final class ShmReader {
             len = entries.valueLength(e);
             src = payload(e, "tryView", key);
             if (src + len > fileSize) {
-                throw file.cutShort(fileSize, "tryView", key, null);
+                throw file.size().cutShort(fileSize, "tryView", key, null);
             }
             entries.markReferenced(e);
         } catch (RuntimeException ex) {

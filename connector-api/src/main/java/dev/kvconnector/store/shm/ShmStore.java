@@ -59,7 +59,7 @@ import org.slf4j.LoggerFactory;
  * size it had, and the likely cause, where it would touch what the cut took: every call, when the cut reached the
  * tables; puts, claims and commits, when it took only values; and reads of the values it took, while values before
  * the cut stay readable and removable. {@link #healthCheck()} fails on any cut. A fault that a truncation racing a
- * call causes in the mapping is caught at this boundary and named the same way (see {@link ShmFile}).
+ * call causes in the mapping is caught at this boundary and named the same way (see {@link ShmFileSize}).
  *
  * @see dev.kvconnector.store.shm the parts, of one idea each, behind this facade
  */
@@ -159,7 +159,7 @@ public final class ShmStore implements KVStore {
         try {
             return writer.put(KeyScratch.of(key, "put", uri), key, value, options, fileSize);
         } catch (InternalError fault) {
-            throw file.named(fault, "put", key);
+            throw file.size().named(fault, "put", key);
         } finally {
             gate.exit();
         }
@@ -171,7 +171,7 @@ public final class ShmStore implements KVStore {
         try {
             return reader.getInto(KeyScratch.of(key, "get", uri), key, dst, fileSize);
         } catch (InternalError fault) {
-            throw file.named(fault, "get", key);
+            throw file.size().named(fault, "get", key);
         } finally {
             gate.exit();
         }
@@ -183,7 +183,7 @@ public final class ShmStore implements KVStore {
         try {
             return reader.size(KeyScratch.of(key, "size", uri), key);
         } catch (InternalError fault) {
-            throw file.named(fault, "size", key);
+            throw file.size().named(fault, "size", key);
         } finally {
             gate.exit();
         }
@@ -195,7 +195,7 @@ public final class ShmStore implements KVStore {
         try {
             return writer.remove(KeyScratch.of(key, "remove", uri));
         } catch (InternalError fault) {
-            throw file.named(fault, "remove", key);
+            throw file.size().named(fault, "remove", key);
         } finally {
             gate.exit();
         }
@@ -220,7 +220,7 @@ public final class ShmStore implements KVStore {
             KeyScratch k = KeyScratch.of(key, "tryClaim", uri);
             return writer.claim(k, key, bytes, options, ShmClaim.ownedBy(this, uri, claim, key), fileSize);
         } catch (InternalError fault) {
-            throw file.named(fault, "tryClaim", key);
+            throw file.size().named(fault, "tryClaim", key);
         } finally {
             gate.exit();
         }
@@ -245,7 +245,7 @@ public final class ShmStore implements KVStore {
             KeyScratch k = KeyScratch.of(key, "tryView", uri);
             return reader.view(k, key, ShmView.ownedBy(this, uri, view, key), fileSize);
         } catch (InternalError fault) {
-            throw file.named(fault, "tryView", key);
+            throw file.size().named(fault, "tryView", key);
         } finally {
             gate.exit();
         }
@@ -287,7 +287,7 @@ public final class ShmStore implements KVStore {
         long fileSize = gate.enter("healthCheck", null);
         try {
             if (fileSize < lay.fileSize()) {
-                throw file.cutShort(fileSize, "healthCheck", null, null);
+                throw file.size().cutShort(fileSize, "healthCheck", null, null);
             }
             return uri + " at " + file.path() + " answered: " + freeBytes() + " of " + lay.capacity() + " bytes free, "
                     + liveEntries() + " of " + lay.entryCount() + " entries live, " + parts.entries.retired()
@@ -312,12 +312,12 @@ public final class ShmStore implements KVStore {
             open = List.copyOf(subscriptions);
         }
         open.forEach(ShmSubscription::close);
-        long fileSize = file.sizeNow();
-        if (fileSize >= lay.payloadOffset()) {
+        long fileSize = file.size().now();
+        if (file.size().holdsTables(fileSize)) {
             writer.freeAtClose(procSlot);
             parts.leases.releaseSlot(procSlot);
         } else {
-            LOG.warn("closing {}: {}", uri, file.cutShort(fileSize, "close", null, null).getMessage());
+            LOG.warn("closing {}: {}", uri, file.size().cutShort(fileSize, "close", null, null).getMessage());
         }
         file.close();
     }
@@ -362,7 +362,7 @@ public final class ShmStore implements KVStore {
         try {
             writer.reclaim();
         } catch (InternalError fault) {
-            throw file.named(fault, "reclaim", null);
+            throw file.size().named(fault, "reclaim", null);
         } finally {
             gate.exit();
         }

@@ -58,14 +58,14 @@ final class ShmSubscription extends SubscriptionThread {
                 TimeUnit.MICROSECONDS.toNanos(MAX_PARK_MICROS));
         while (running()) {
             try {
-                long size = file.sizeNow();
-                if (size < file.layout().payloadOffset()) {
-                    report("polling the event ring of " + uri, file.cutShort(size, "subscribe", null, null));
+                long size = file.size().now();
+                if (!file.size().holdsTables(size)) {
+                    report("polling the event ring of " + uri, file.size().cutShort(size, "subscribe", null, null));
                     return;
                 }
                 idle.idle(receiver.poll(this::deliver, BATCH));
             } catch (InternalError fault) {
-                report("polling the event ring of " + uri, file.named(fault, "subscribe", null));
+                report("polling the event ring of " + uri, file.size().named(fault, "subscribe", null));
                 return;
             } catch (RuntimeException e) {
                 if (running()) {

@@ -110,10 +110,10 @@ final class ShmWriter {
             } else {
                 MemorySegment.copy(value, 0, map, dst, len);
             }
-            file.recheck(dst + len, len, "put", key);
+            file.size().recheck(dst + len, len, "put", key);
             copied = true;
         } catch (InternalError fault) {
-            KVException truncated = file.truncated(fault, "put", key);
+            KVException truncated = file.size().truncated(fault, "put", key);
             if (truncated != null) {
                 throw truncated;
             }
@@ -178,7 +178,7 @@ final class ShmWriter {
         if (fileSize < lay.fileSize()) {
             String key = c.key;
             abort(c);
-            throw file.cutShort(fileSize, "commit", key, null);
+            throw file.size().cutShort(fileSize, "commit", key, null);
         }
         // A TIMEOUT here leaves the handle its claim, for an abort or the close to free.
         lock.lock();
@@ -357,7 +357,7 @@ final class ShmWriter {
     /** Refuses to store into a file that is shorter than the mapping: another process cut it. */
     private void requireWhole(long fileSize, String op, String key) {
         if (fileSize < lay.fileSize()) {
-            throw file.cutShort(fileSize, op, key, null);
+            throw file.size().cutShort(fileSize, op, key, null);
         }
     }
 

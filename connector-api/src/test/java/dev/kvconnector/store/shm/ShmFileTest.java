@@ -1,7 +1,6 @@
 package dev.kvconnector.store.shm;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -64,51 +63,6 @@ class ShmFileTest {
             assertEquals(ErrorCode.CORRUPT_OBJECT, e.code());
             assertTrue(e.getMessage().contains(p + " has format version " + other)
                     && e.getMessage().contains("this build reads version " + ShmLayout.VERSION), e.getMessage());
-        }
-    }
-
-    @Test
-    void aFaultIsATruncationOnlyWhenTheFileIsShorterThanItsLayout() throws IOException {
-        Path p = dir.resolve("f");
-        try (ShmFile f = ShmFile.open(p, LAYOUT, "shm:/f")) {
-            InternalError fault = new InternalError("a fault occurred in an unsafe memory access operation");
-            assertNull(f.truncated(fault, "get", "k"), "full size: the fault is something else");
-            try (var ch = java.nio.channels.FileChannel.open(p, java.nio.file.StandardOpenOption.WRITE)) {
-                ch.truncate(8192);
-            }
-            assertEquals(8192, f.sizeNow(), "the size is the open file's, asked now");
-            KVException e = f.truncated(fault, "get", "k");
-            assertEquals(ErrorCode.CORRUPT_OBJECT, e.code());
-            assertTrue(e.getMessage().contains(p + " is 8192 bytes, but this store mapped it at " + LAYOUT.fileSize()
-                    + " bytes: another process truncated or replaced it while the store was open")
-                    && e.getMessage().contains("(key k)"), e.getMessage());
-            assertTrue(e.hint().contains("find what truncated or overwrote " + p), e.hint());
-            assertEquals(fault, e.getCause());
-            assertEquals(e.getMessage(), assertThrows(KVException.class, () -> {
-                throw f.named(fault, "get", "k");
-            }).getMessage(), "a fault reaching the store's boundary is named the same way");
-        }
-        try (ShmFile f = ShmFile.open(dir.resolve("whole"), LAYOUT, "shm:/f")) {
-            InternalError fault = new InternalError("another fault");
-            assertEquals(fault, assertThrows(InternalError.class, () -> f.named(fault, "get", "k")),
-                    "a fault on a whole file is rethrown as it is");
-        }
-    }
-
-    @Test
-    void aCopyOfAtLeast64KiBIsCheckedAgainstTheSizeAfterwardsAndAShorterOneIsNot() throws IOException {
-        Path p = dir.resolve("f");
-        try (ShmFile f = ShmFile.open(p, LAYOUT, "shm:/f")) {
-            long end = LAYOUT.fileSize();
-            f.recheck(end, ShmFile.RECHECK_BYTES, "put", "k");
-            try (var ch = java.nio.channels.FileChannel.open(p, java.nio.file.StandardOpenOption.WRITE)) {
-                ch.truncate(end - 4096);
-            }
-            f.recheck(end, ShmFile.RECHECK_BYTES - 1, "put", "k");
-            KVException e = assertThrows(KVException.class, () -> f.recheck(end, ShmFile.RECHECK_BYTES, "put", "k"));
-            assertEquals(ErrorCode.CORRUPT_OBJECT, e.code());
-            assertTrue(e.getMessage().contains("is " + (end - 4096) + " bytes"), e.getMessage());
-            f.recheck(end - 4096, ShmFile.RECHECK_BYTES, "put", "k");
         }
     }
 }

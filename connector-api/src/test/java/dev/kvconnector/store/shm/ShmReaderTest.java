@@ -33,7 +33,7 @@ class ShmReaderTest {
     }
 
     private static long get(ShmRig r, String key, MemorySegment dst) {
-        return r.reader.getInto(ShmRig.key(key), key, dst, r.file.sizeNow());
+        return r.reader.getInto(ShmRig.key(key), key, dst, r.file.size().now());
     }
 
     @Test

@@ -177,7 +177,7 @@ class ShmWriterTest {
             ValuePattern.fill(seg, 3 * BLOCK - 8, 2);
             r.assertValue("k", BLOCK, 1);
 
-            assertTrue(r.writer.commit(c, r.file.sizeNow()));
+            assertTrue(r.writer.commit(c, r.file.size().now()));
             assertFalse(c.isClaimed());
             r.assertValue("k", 3 * BLOCK - 8, 2);
             assertEquals(13, r.freeBlocks(), "the old value's block came back");
@@ -210,7 +210,7 @@ class ShmWriterTest {
             assertFalse(c.isClaimed());
             assertEquals(ClaimResult.CLAIMED, r.claim("k", 2 * BLOCK, ifAbsent, c));
             assertTrue(r.put("k", 64, 2));
-            assertFalse(r.writer.commit(c, r.file.sizeNow()), "the put made meanwhile wins");
+            assertFalse(r.writer.commit(c, r.file.size().now()), "the put made meanwhile wins");
             r.assertValue("k", 64, 2);
             assertEquals(14, r.freeBlocks(), "the losing claim's blocks came back");
         }
@@ -227,7 +227,7 @@ class ShmWriterTest {
             assertEquals(16, r.freeBlocks(), "the reaper freed the dead writer's claim");
             assertTrue(r.claim("other", 2 * BLOCK, PutOptions.DEFAULT, r.newClaim()) == ClaimResult.CLAIMED);
 
-            KVException e = assertKv(ErrorCode.STORE_ERROR, () -> r.writer.commit(c, r.file.sizeNow()));
+            KVException e = assertKv(ErrorCode.STORE_ERROR, () -> r.writer.commit(c, r.file.size().now()));
             assertTrue(e.getMessage().contains("reclaimed by a repair") && e.getMessage().contains("claim was open"),
                     e.getMessage());
             assertFalse(c.isClaimed());
@@ -244,12 +244,12 @@ class ShmWriterTest {
             ValuePattern.fill(c.segment(), BLOCK, 7);
             r.parts.lock.lock();
             try {
-                assertKv(ErrorCode.TIMEOUT, () -> r.writer.commit(c, r.file.sizeNow()));
+                assertKv(ErrorCode.TIMEOUT, () -> r.writer.commit(c, r.file.size().now()));
             } finally {
                 r.parts.lock.unlock();
             }
             assertTrue(c.isClaimed(), "a commit that timed out keeps its claim");
-            assertTrue(r.writer.commit(c, r.file.sizeNow()));
+            assertTrue(r.writer.commit(c, r.file.size().now()));
             r.assertValue("k", BLOCK, 7);
         }
     }
@@ -285,7 +285,7 @@ class ShmWriterTest {
 
             for (Executable call : List.<Executable>of(() -> r.put("new", BLOCK, 2),
                     () -> r.claim("new", BLOCK, PutOptions.DEFAULT, r.newClaim()),
-                    () -> r.writer.commit(open, r.file.sizeNow()))) {
+                    () -> r.writer.commit(open, r.file.size().now()))) {
                 KVException e = assertKv(ErrorCode.CORRUPT_OBJECT, call);
                 assertTrue(e.getMessage().contains(named) && e.hint().contains("delete it"), e.getMessage());
             }
@@ -307,7 +307,7 @@ class ShmWriterTest {
             r.claim("b", BLOCK, PutOptions.DEFAULT, c);
             r.writer.abort(c);
             r.claim("b", BLOCK, PutOptions.DEFAULT, c);
-            assertTrue(r.writer.commit(c, r.file.sizeNow()));
+            assertTrue(r.writer.commit(c, r.file.size().now()));
             assertTrue(r.writer.remove(ShmRig.key("b")));
             assertTrue(r.put("c", 4 * BLOCK, 3), "evicts a");
             assertTrue(r.put("d", BLOCK, 4, PutOptions.DEFAULT.withTtlMillis(1)));
@@ -321,7 +321,7 @@ class ShmWriterTest {
                     ShmLayout.EVENT_EVICTED + " a 4096", ShmLayout.EVENT_STORED + " c 16384",
                     ShmLayout.EVENT_STORED + " d 4096", ShmLayout.EVENT_EXPIRED + " d 4096"), told);
             assertEquals(GetResult.MISS, r.reader.getInto(ShmRig.key("d"), "d", r.arena.allocate(BLOCK),
-                    r.file.sizeNow()));
+                    r.file.size().now()));
         }
     }
 }
