@@ -74,7 +74,8 @@ final class CallGate {
         }
         long size = file.size().now();
         if (size < end) {
-            throw file.size().cutShort(size, op, key, null);
+            // A close racing this check has closed the file whose size was asked: that is the answer, not a cut.
+            throw closed.get() ? closedError(op, key) : file.size().cutShort(size, op, key, null);
         }
     }
 

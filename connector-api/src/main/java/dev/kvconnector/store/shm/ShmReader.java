@@ -119,15 +119,23 @@ final class ShmReader {
         }
     }
 
-    /** The key's value length in bytes, or -1. */
-    long size(KeyScratch k, String key) {
+    /**
+     * The key's value length in bytes, or -1.
+     *
+     * @param fileSize the file's size in bytes as the call entered ({@link CallGate#enter}): a value that a truncation
+     *     cut off is not reported as there, but as CORRUPT_OBJECT
+     */
+    long size(KeyScratch k, String key, long fileSize) {
         int e = lookup(k);
         if (e < 0) {
             return -1;
         }
         try {
-            payload(e, "size", key);
-            return entries.valueLength(e);
+            long len = entries.valueLength(e);
+            if (payload(e, "size", key) + len > fileSize) {
+                throw file.size().cutShort(fileSize, "size", key, null);
+            }
+            return len;
         } finally {
             release(k);
         }

@@ -95,7 +95,7 @@
  *       or replaced it), where it would touch what the cut took. The header and the tables lie at the start of the
  *       file, so a cut into them fails every call (the close then frees nothing, and an event subscription reports
  *       it and stops); a cut through the payload fails the puts, claims and commits (a damaged file takes no new
- *       value), and the reads, views and {@code segment()} calls of the values it took, while every value before the
+ *       value), and the reads (sizes too), views and {@code segment()} calls of the values it took, while every value before the
  *       cut stays readable and removable. A truncation that races a call is caught at the store's boundary and
  *       named the same way; copies of 64 KiB or more ask the size again after the copy, whose return from native code
  *       is where compiled code's fault is raised, in the call. Only a copy under 64 KiB in compiled code that loses

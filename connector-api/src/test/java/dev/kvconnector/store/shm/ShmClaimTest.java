@@ -3,7 +3,6 @@ package dev.kvconnector.store.shm;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;
-import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.kvconnector.error.ErrorCode;
@@ -13,7 +12,6 @@ import dev.kvconnector.store.PutOptions;
 import dev.kvconnector.store.StoreClaim;
 import java.lang.foreign.MemorySegment;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.function.Executable;
 
 /**
  * {@link ShmClaim}'s contract as a handle: what it allows when empty, claimed, committed, aborted, after the store's
@@ -23,20 +21,14 @@ import org.junit.jupiter.api.function.Executable;
 class ShmClaimTest {
     private static final int BLOCK = 4096;
 
-    private static KVException assertKv(ErrorCode code, Executable call) {
-        KVException e = assertThrows(KVException.class, call);
-        assertEquals(code, e.code(), e.getMessage());
-        return e;
-    }
-
     @Test
     void anEmptyHandleHasNoSegmentNorCommitAndAbortsQuietly() throws Exception {
         try (ShmRig r = ShmRig.open("capacity=64KiB&block=4KiB")) {
             ShmClaim c = r.newClaim();
             assertFalse(c.isClaimed());
-            KVException seg = assertKv(ErrorCode.INVALID_ARGUMENT, c::segment);
+            KVException seg = ShmRig.assertKv(ErrorCode.INVALID_ARGUMENT, c::segment);
             assertTrue(seg.getMessage().contains("holds no claim"), seg.getMessage());
-            assertKv(ErrorCode.INVALID_ARGUMENT, c::commit);
+            ShmRig.assertKv(ErrorCode.INVALID_ARGUMENT, c::commit);
             c.abort();
             assertEquals(16, r.freeBlocks());
         }
@@ -68,13 +60,13 @@ class ShmClaimTest {
                 }
             };
             for (StoreClaim wrong : new StoreClaim[] {foreign, alien, null}) {
-                KVException e = assertKv(ErrorCode.INVALID_ARGUMENT,
+                KVException e = ShmRig.assertKv(ErrorCode.INVALID_ARGUMENT,
                         () -> ShmClaim.ownedBy(r.owner, r.uri(), wrong, "k"));
                 assertTrue(e.getMessage().contains("does not belong to this store"), e.getMessage());
             }
             assertSame(mine, ShmClaim.ownedBy(r.owner, r.uri(), mine, "k"));
             assertEquals(ClaimResult.CLAIMED, r.claim("first", BLOCK, PutOptions.DEFAULT, mine));
-            KVException held = assertKv(ErrorCode.INVALID_ARGUMENT,
+            KVException held = ShmRig.assertKv(ErrorCode.INVALID_ARGUMENT,
                     () -> ShmClaim.ownedBy(r.owner, r.uri(), mine, "second"));
             assertTrue(held.getMessage().contains("still holds a claim on first"), held.getMessage());
         }
@@ -89,8 +81,8 @@ class ShmClaimTest {
             ValuePattern.fill(c.segment(), BLOCK, 1);
             assertTrue(c.commit());
             assertFalse(c.isClaimed());
-            assertKv(ErrorCode.INVALID_ARGUMENT, c::segment);
-            assertKv(ErrorCode.INVALID_ARGUMENT, c::commit);
+            ShmRig.assertKv(ErrorCode.INVALID_ARGUMENT, c::segment);
+            ShmRig.assertKv(ErrorCode.INVALID_ARGUMENT, c::commit);
             c.abort();
             r.assertValue("a", BLOCK, 1);
 
@@ -116,9 +108,9 @@ class ShmClaimTest {
             assertEquals(16, r.freeBlocks(), "the close freed both open claims");
 
             assertFalse(committing.isClaimed());
-            KVException seg = assertKv(ErrorCode.CLOSED, committing::segment);
+            KVException seg = ShmRig.assertKv(ErrorCode.CLOSED, committing::segment);
             assertTrue(seg.getMessage().contains(r.file.path().toString()), seg.getMessage());
-            KVException commit = assertKv(ErrorCode.CLOSED, committing::commit);
+            KVException commit = ShmRig.assertKv(ErrorCode.CLOSED, committing::commit);
             assertTrue(commit.getMessage().contains(r.file.path().toString())
                     && commit.getMessage().contains("(key a)"), commit.getMessage());
             aborting.abort();
@@ -135,9 +127,9 @@ class ShmClaimTest {
             long cut = r.lay.payloadOffset() + 2 * BLOCK;
             r.truncate(cut);
             String named = r.file.path() + " is " + cut + " bytes, but this store mapped it at " + r.lay.fileSize();
-            KVException seg = assertKv(ErrorCode.CORRUPT_OBJECT, c::segment);
+            KVException seg = ShmRig.assertKv(ErrorCode.CORRUPT_OBJECT, c::segment);
             assertTrue(seg.getMessage().contains(named) && seg.getMessage().contains("(key k)"), seg.getMessage());
-            KVException commit = assertKv(ErrorCode.CORRUPT_OBJECT, c::commit);
+            KVException commit = ShmRig.assertKv(ErrorCode.CORRUPT_OBJECT, c::commit);
             assertTrue(commit.getMessage().contains(named), commit.getMessage());
             assertFalse(c.isClaimed());
             assertEquals(16, r.freeBlocks(), "the refused commit freed the claim");
@@ -155,7 +147,7 @@ class ShmClaimTest {
             r.truncate(ShmLayout.HEADER_BYTES);
             aborted.abort();
             assertFalse(aborted.isClaimed());
-            KVException commit = assertKv(ErrorCode.CORRUPT_OBJECT, committed::commit);
+            KVException commit = ShmRig.assertKv(ErrorCode.CORRUPT_OBJECT, committed::commit);
             assertTrue(commit.getMessage().contains("the store's tables are lost")
                     && commit.getMessage().contains(r.file.path() + " is " + ShmLayout.HEADER_BYTES + " bytes"),
                     commit.getMessage());

@@ -3,7 +3,6 @@ package dev.kvconnector.store.shm;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;
-import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.kvconnector.error.ErrorCode;
@@ -26,12 +25,6 @@ import org.junit.jupiter.api.function.Executable;
 class ShmReaderTest {
     private static final int BLOCK = 4096;
 
-    private static KVException assertKv(ErrorCode code, Executable call) {
-        KVException e = assertThrows(KVException.class, call);
-        assertEquals(code, e.code(), e.getMessage());
-        return e;
-    }
-
     private static long get(ShmRig r, String key, MemorySegment dst) {
         return r.reader.getInto(ShmRig.key(key), key, dst, r.file.size().now());
     }
@@ -45,7 +38,7 @@ class ShmReaderTest {
             r.assertValue("k", 3 * BLOCK - 8, 5);
             assertTrue(r.parts.entries.clearReferenced(e), "the read gave the entry its CLOCK second chance");
             assertEquals(0, r.parts.leases.held());
-            assertEquals(3 * BLOCK - 8, r.reader.size(ShmRig.key("k"), "k"));
+            assertEquals(3 * BLOCK - 8, r.reader.size(ShmRig.key("k"), "k", r.file.size().now()));
             assertTrue(r.reader.contains(ShmRig.key("k")));
             assertEquals(0, r.parts.leases.held(), "size and contains hold no lease either");
         }
@@ -63,7 +56,7 @@ class ShmReaderTest {
             assertEquals(-1, dst.mismatch(r.arena.allocate(BLOCK - 8).fill((byte) 0x5A)),
                     "a too-small destination was written");
             assertEquals(GetResult.MISS, get(r, "absent", dst));
-            assertEquals(-1, r.reader.size(ShmRig.key("absent"), "absent"));
+            assertEquals(-1, r.reader.size(ShmRig.key("absent"), "absent", r.file.size().now()));
             assertFalse(r.reader.contains(ShmRig.key("absent")));
             assertEquals(0, r.parts.leases.held());
         }
@@ -73,10 +66,10 @@ class ShmReaderTest {
     void aNullOrReadOnlyDestinationIsAnInvalidArgumentNamingTheKey() throws Exception {
         try (ShmRig r = ShmRig.open("capacity=64KiB&block=4KiB")) {
             assertTrue(r.put("k", BLOCK, 5));
-            KVException ro = assertKv(ErrorCode.INVALID_ARGUMENT,
+            KVException ro = ShmRig.assertKv(ErrorCode.INVALID_ARGUMENT,
                     () -> get(r, "k", r.arena.allocate(BLOCK).asReadOnly()));
             assertTrue(ro.getMessage().contains("read-only") && ro.getMessage().contains("k"), ro.getMessage());
-            assertKv(ErrorCode.INVALID_ARGUMENT, () -> get(r, "k", null));
+            ShmRig.assertKv(ErrorCode.INVALID_ARGUMENT, () -> get(r, "k", null));
             assertEquals(0, r.parts.leases.held());
         }
     }
@@ -150,7 +143,7 @@ class ShmReaderTest {
             }
             ShmView extra = r.newView();
             for (int attempt = 0; attempt < 3; attempt++) {
-                KVException busy = assertKv(ErrorCode.BUSY, () -> r.view("k0", extra));
+                KVException busy = ShmRig.assertKv(ErrorCode.BUSY, () -> r.view("k0", extra));
                 assertTrue(busy.getMessage().contains(String.valueOf(ShmStore.MAX_VIEWS)), busy.getMessage());
             }
             assertFalse(extra.isHeld());
@@ -159,7 +152,7 @@ class ShmReaderTest {
 
             views.removeFirst().release();
             assertEquals(64, r.view("k0", extra), "one release makes room for exactly one view");
-            assertKv(ErrorCode.BUSY, () -> r.view("k1", r.newView()));
+            ShmRig.assertKv(ErrorCode.BUSY, () -> r.view("k1", r.newView()));
             extra.release();
             views.forEach(ShmView::release);
             assertEquals(0, r.parts.leases.held());
@@ -173,8 +166,8 @@ class ShmReaderTest {
             int e = r.entryOf("k");
             r.map().set(ValueLayout.JAVA_LONG, r.lay.entry(e) + ShmLayout.E_PAYLOAD_OFFSET, 64L << 10);
             for (Executable read : List.<Executable>of(() -> get(r, "k", r.arena.allocate(BLOCK)),
-                    () -> r.reader.size(ShmRig.key("k"), "k"), () -> r.view("k", r.newView()))) {
-                KVException c = assertKv(ErrorCode.CORRUPT_OBJECT, read);
+                    () -> r.reader.size(ShmRig.key("k"), "k", r.file.size().now()), () -> r.view("k", r.newView()))) {
+                KVException c = ShmRig.assertKv(ErrorCode.CORRUPT_OBJECT, read);
                 assertTrue(c.getMessage().contains(r.file.path().toString())
                         && c.getMessage().contains("offset=65536"), c.getMessage());
             }
@@ -193,8 +186,8 @@ class ShmReaderTest {
             String named = r.file.path() + " is " + cut + " bytes, but this store mapped it at " + r.lay.fileSize()
                     + " bytes: another process truncated or replaced it";
             for (Executable read : List.<Executable>of(() -> get(r, "across", r.arena.allocate(4 * BLOCK)),
-                    () -> r.view("across", r.newView()))) {
-                KVException c = assertKv(ErrorCode.CORRUPT_OBJECT, read);
+                    () -> r.view("across", r.newView()), () -> r.reader.size(ShmRig.key("across"), "across", cut))) {
+                KVException c = ShmRig.assertKv(ErrorCode.CORRUPT_OBJECT, read);
                 assertTrue(c.getMessage().contains(named) && c.getMessage().contains("past byte " + cut)
                         && c.getMessage().contains("across"), c.getMessage());
             }
@@ -203,7 +196,7 @@ class ShmReaderTest {
             ShmView v = r.newView();
             assertEquals(2 * BLOCK, r.view("before", v), "a value before the cut can still be viewed");
             v.release();
-            assertEquals(4 * BLOCK, r.reader.size(ShmRig.key("across"), "across"), "size reads only the tables");
+            assertEquals(2 * BLOCK, r.reader.size(ShmRig.key("before"), "before", cut));
         }
     }
 

@@ -2,7 +2,10 @@ package dev.kvconnector.store.shm;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 
+import dev.kvconnector.error.ErrorCode;
+import dev.kvconnector.error.KVException;
 import dev.kvconnector.store.PutOptions;
 import dev.kvconnector.store.StoreUri;
 import java.io.IOException;
@@ -11,6 +14,7 @@ import java.lang.foreign.MemorySegment;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import org.junit.jupiter.api.function.Executable;
 
 /**
  * The operations of a store ({@link ShmReader}, {@link ShmWriter}, their handles and the {@link CallGate}) over a real
@@ -58,6 +62,13 @@ final class ShmRig implements AutoCloseable {
     /** The whole mapping, read-write. */
     MemorySegment map() {
         return file.map();
+    }
+
+    /** Asserts that {@code call} fails with a {@link KVException} of {@code code}, and returns it. */
+    static KVException assertKv(ErrorCode code, Executable call) {
+        KVException e = assertThrows(KVException.class, call);
+        assertEquals(code, e.code(), e.getMessage());
+        return e;
     }
 
     /** {@code key} encoded in this thread's scratch. */

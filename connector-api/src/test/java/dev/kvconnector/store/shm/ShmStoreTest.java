@@ -455,7 +455,8 @@ class ShmStoreTest {
                 () -> s.getInto("high", dst), () -> s.tryView("high", s.newView()), held::segment,
                 () -> s.put("new", pattern(100 << 10, 3), PutOptions.DEFAULT),
                 () -> s.put("small", pattern(16, 4), PutOptions.DEFAULT),
-                () -> s.tryClaim("new", 4096, PutOptions.DEFAULT, claim))) {
+                () -> s.tryClaim("new", 4096, PutOptions.DEFAULT, claim), () -> s.size("high"),
+                () -> s.exists("high"))) {
             KVException e = assertKv(ErrorCode.CORRUPT_OBJECT, call);
             assertTrue(e.getMessage().contains(named), e.getMessage());
         }
@@ -463,8 +464,8 @@ class ShmStoreTest {
         assertEquals(4096, s.getInto("low", dst), "a value before the cut is still there");
         assertNull(ValuePattern.verify(dst, 4096));
         assertEquals(1, ValuePattern.seed(dst));
-        assertEquals(512 << 10, s.size("high"));
-        assertTrue(s.remove("high"));
+        assertEquals(4096, s.size("low"));
+        assertTrue(s.remove("high"), "a value the cut took can be removed");
         assertEquals(0, s.leasesHeld());
     }
 

@@ -12,7 +12,6 @@ import dev.kvconnector.error.KVException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.function.Executable;
 
 /**
  * {@link ShmView}'s contract as a handle: what it allows when empty, held and released, that a second release is
@@ -22,19 +21,13 @@ import org.junit.jupiter.api.function.Executable;
 class ShmViewTest {
     private static final int BLOCK = 4096;
 
-    private static KVException assertKv(ErrorCode code, Executable call) {
-        KVException e = assertThrows(KVException.class, call);
-        assertEquals(code, e.code(), e.getMessage());
-        return e;
-    }
-
     @Test
     void anEmptyHandleHasNoSegmentAndItsReleaseIsReportedButItsCloseIsQuiet() throws Exception {
         try (ShmRig r = ShmRig.open("capacity=64KiB&block=4KiB")) {
             ShmView v = r.newView();
             assertFalse(v.isHeld());
-            assertKv(ErrorCode.INVALID_ARGUMENT, v::segment);
-            KVException twice = assertKv(ErrorCode.INVALID_ARGUMENT, v::release);
+            ShmRig.assertKv(ErrorCode.INVALID_ARGUMENT, v::segment);
+            KVException twice = ShmRig.assertKv(ErrorCode.INVALID_ARGUMENT, v::release);
             assertTrue(twice.getMessage().contains("released twice"), twice.getMessage());
             v.close();
             assertEquals(0, r.parts.leases.held());
@@ -58,7 +51,7 @@ class ShmViewTest {
             assertFalse(v.isHeld());
             assertEquals(0, r.parts.leases.held());
             v.close();
-            assertKv(ErrorCode.INVALID_ARGUMENT, v::release);
+            ShmRig.assertKv(ErrorCode.INVALID_ARGUMENT, v::release);
         }
     }
 
@@ -72,7 +65,7 @@ class ShmViewTest {
             r.view("a", first);
             first.release();
             r.view("b", second);
-            assertKv(ErrorCode.INVALID_ARGUMENT, first::release);
+            ShmRig.assertKv(ErrorCode.INVALID_ARGUMENT, first::release);
 
             assertEquals(1, r.parts.leases.held(), "the second view's lease survived the bad release");
             assertTrue(r.writer.remove(ShmRig.key("b")));
@@ -88,13 +81,13 @@ class ShmViewTest {
         try (ShmRig r = ShmRig.open("capacity=64KiB&block=4KiB")) {
             assertTrue(r.put("k", BLOCK, 1));
             ShmView foreign = new ShmView(new Object(), r.uri(), r.gate, r.reader);
-            KVException e = assertKv(ErrorCode.INVALID_ARGUMENT, () -> ShmView.ownedBy(r.owner, r.uri(), foreign, "k"));
+            KVException e = ShmRig.assertKv(ErrorCode.INVALID_ARGUMENT, () -> ShmView.ownedBy(r.owner, r.uri(), foreign, "k"));
             assertTrue(e.getMessage().contains("does not belong to this store"), e.getMessage());
-            assertKv(ErrorCode.INVALID_ARGUMENT, () -> ShmView.ownedBy(r.owner, r.uri(), null, "k"));
+            ShmRig.assertKv(ErrorCode.INVALID_ARGUMENT, () -> ShmView.ownedBy(r.owner, r.uri(), null, "k"));
             ShmView v = r.newView();
             assertSame(v, ShmView.ownedBy(r.owner, r.uri(), v, "k"));
             r.view("k", v);
-            KVException held = assertKv(ErrorCode.INVALID_ARGUMENT, () -> ShmView.ownedBy(r.owner, r.uri(), v, "k"));
+            KVException held = ShmRig.assertKv(ErrorCode.INVALID_ARGUMENT, () -> ShmView.ownedBy(r.owner, r.uri(), v, "k"));
             assertTrue(held.getMessage().contains("still holds an object"), held.getMessage());
             v.release();
         }
@@ -110,7 +103,7 @@ class ShmViewTest {
             r.writer.freeAtClose(r.procSlot);
             assertEquals(0, r.parts.leases.held(), "the close dropped the view's lease");
 
-            KVException closed = assertKv(ErrorCode.CLOSED, v::segment);
+            KVException closed = ShmRig.assertKv(ErrorCode.CLOSED, v::segment);
             assertTrue(closed.getMessage().contains(r.file.path().toString()), closed.getMessage());
             v.release();
             assertFalse(v.isHeld());
@@ -129,7 +122,7 @@ class ShmViewTest {
             long cut = r.lay.payloadOffset() + 2 * BLOCK;
             r.truncate(cut);
 
-            KVException e = assertKv(ErrorCode.CORRUPT_OBJECT, cutOff::segment);
+            KVException e = ShmRig.assertKv(ErrorCode.CORRUPT_OBJECT, cutOff::segment);
             assertTrue(e.getMessage().contains(r.file.path() + " is " + cut + " bytes, but this store mapped it at "
                     + r.lay.fileSize() + " bytes: another process truncated or replaced it")
                     && e.getMessage().contains("(key after)"), e.getMessage());
@@ -147,7 +140,7 @@ class ShmViewTest {
             ShmView v = r.newView();
             r.view("k", v);
             r.truncate(0);
-            KVException e = assertKv(ErrorCode.CORRUPT_OBJECT, v::segment);
+            KVException e = ShmRig.assertKv(ErrorCode.CORRUPT_OBJECT, v::segment);
             assertTrue(e.getMessage().contains(r.file.path() + " is 0 bytes"), e.getMessage());
             v.release();
             assertFalse(v.isHeld());

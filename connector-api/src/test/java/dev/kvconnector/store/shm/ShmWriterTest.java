@@ -3,7 +3,6 @@ package dev.kvconnector.store.shm;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
-import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.kvconnector.error.ErrorCode;
@@ -25,12 +24,6 @@ import org.junit.jupiter.api.function.Executable;
  */
 class ShmWriterTest {
     private static final int BLOCK = 4096;
-
-    private static KVException assertKv(ErrorCode code, Executable call) {
-        KVException e = assertThrows(KVException.class, call);
-        assertEquals(code, e.code(), e.getMessage());
-        return e;
-    }
 
     @Test
     void aPutReplacesTheKeysValueAndFreesTheBlocksOfTheOldOne() throws Exception {
@@ -67,7 +60,7 @@ class ShmWriterTest {
             for (int i = 0; i < 8; i++) {
                 assertTrue(r.put("k" + i, 2 * BLOCK, i));
             }
-            KVException noRun = assertKv(ErrorCode.STORE_FULL, () -> r.put("more", BLOCK, 99));
+            KVException noRun = ShmRig.assertKv(ErrorCode.STORE_FULL, () -> r.put("more", BLOCK, 99));
             assertTrue(noRun.getMessage().contains("no run of 1 free blocks of 4096 bytes")
                     && noRun.getMessage().contains("eviction=refuse"), noRun.getMessage());
             assertTrue(r.parts.entries.retired() == 0 && r.freeBlocks() == 0 && r.parts.index.live() == 8);
@@ -79,7 +72,7 @@ class ShmWriterTest {
             for (int i = 0; i < 16; i++) {
                 assertTrue(r.put("k" + i, 64, i));
             }
-            KVException noEntry = assertKv(ErrorCode.STORE_FULL, () -> r.put("more", 64, 99));
+            KVException noEntry = ShmRig.assertKv(ErrorCode.STORE_FULL, () -> r.put("more", 64, 99));
             assertTrue(noEntry.getMessage().contains("all 16 entries are in use"), noEntry.getMessage());
             assertEquals(r.lay.blockCount() - 16, r.freeBlocks(), "the refused put took no block");
         }
@@ -88,10 +81,10 @@ class ShmWriterTest {
     @Test
     void aValueLargerThanTheCapacityIsTooLargeForAPutAndAClaim() throws Exception {
         try (ShmRig r = ShmRig.open("capacity=64KiB&block=4KiB")) {
-            KVException put = assertKv(ErrorCode.VALUE_TOO_LARGE, () -> r.put("k", 65_544, 1));
+            KVException put = ShmRig.assertKv(ErrorCode.VALUE_TOO_LARGE, () -> r.put("k", 65_544, 1));
             assertTrue(put.getMessage().contains("65544") && put.getMessage().contains("65536"), put.getMessage());
-            assertKv(ErrorCode.VALUE_TOO_LARGE, () -> r.claim("k", 65_537, PutOptions.DEFAULT, r.newClaim()));
-            assertKv(ErrorCode.INVALID_ARGUMENT, () -> r.claim("k", -1, PutOptions.DEFAULT, r.newClaim()));
+            ShmRig.assertKv(ErrorCode.VALUE_TOO_LARGE, () -> r.claim("k", 65_537, PutOptions.DEFAULT, r.newClaim()));
+            ShmRig.assertKv(ErrorCode.INVALID_ARGUMENT, () -> r.claim("k", -1, PutOptions.DEFAULT, r.newClaim()));
             assertEquals(16, r.freeBlocks());
         }
     }
@@ -107,7 +100,7 @@ class ShmWriterTest {
             assertTrue(r.put("new", 2 * BLOCK, 3), "eviction made room by taking the unleased entry");
             assertEquals(-1, r.entryOf("other"));
             assertTrue(r.entryOf("viewed") >= 0, "the leased entry was passed over");
-            KVException full = assertKv(ErrorCode.STORE_FULL, () -> r.put("big", 4 * BLOCK, 4));
+            KVException full = ShmRig.assertKv(ErrorCode.STORE_FULL, () -> r.put("big", 4 * BLOCK, 4));
             assertTrue(full.getMessage().contains("every entry is being written or read"), full.getMessage());
             assertEquals(ClaimResult.FULL, r.claim("big", 4 * BLOCK, PutOptions.DEFAULT, r.newClaim()));
             assertNull(ValuePattern.verify(view.segment(), 2 * BLOCK), "the viewed bytes were overwritten");
@@ -227,7 +220,7 @@ class ShmWriterTest {
             assertEquals(16, r.freeBlocks(), "the reaper freed the dead writer's claim");
             assertTrue(r.claim("other", 2 * BLOCK, PutOptions.DEFAULT, r.newClaim()) == ClaimResult.CLAIMED);
 
-            KVException e = assertKv(ErrorCode.STORE_ERROR, () -> r.writer.commit(c, r.file.size().now()));
+            KVException e = ShmRig.assertKv(ErrorCode.STORE_ERROR, () -> r.writer.commit(c, r.file.size().now()));
             assertTrue(e.getMessage().contains("reclaimed by a repair") && e.getMessage().contains("claim was open"),
                     e.getMessage());
             assertFalse(c.isClaimed());
@@ -244,7 +237,7 @@ class ShmWriterTest {
             ValuePattern.fill(c.segment(), BLOCK, 7);
             r.parts.lock.lock();
             try {
-                assertKv(ErrorCode.TIMEOUT, () -> r.writer.commit(c, r.file.size().now()));
+                ShmRig.assertKv(ErrorCode.TIMEOUT, () -> r.writer.commit(c, r.file.size().now()));
             } finally {
                 r.parts.lock.unlock();
             }
@@ -286,7 +279,7 @@ class ShmWriterTest {
             for (Executable call : List.<Executable>of(() -> r.put("new", BLOCK, 2),
                     () -> r.claim("new", BLOCK, PutOptions.DEFAULT, r.newClaim()),
                     () -> r.writer.commit(open, r.file.size().now()))) {
-                KVException e = assertKv(ErrorCode.CORRUPT_OBJECT, call);
+                KVException e = ShmRig.assertKv(ErrorCode.CORRUPT_OBJECT, call);
                 assertTrue(e.getMessage().contains(named) && e.hint().contains("delete it"), e.getMessage());
             }
             assertFalse(open.isClaimed());
