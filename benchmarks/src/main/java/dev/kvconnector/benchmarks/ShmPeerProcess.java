@@ -55,8 +55,8 @@ import java.util.concurrent.TimeUnit;
  *       shown beside the goal, to say what an engine that sleeps between requests pays on top.</li>
  * </ul>
  * The peer writes {@code R} on its stdout once it is ready, and on exit one line to stderr with the heap bytes its
- * serving thread allocated per drop-select (of either kind) after its first 1000 (measured with {@code ThreadMXBean}; JMH's
- * {@code -prof gc} sees only its own JVM).
+ * serving thread allocated per drop-select (of either kind) after its first 1000 (measured with
+ * {@code ThreadMXBean}; JMH's {@code -prof gc} sees only its own JVM).
  *
  * <p>No orphan is left behind: {@link #close} (called from the benchmark's trial teardown) asks the peer to quit and
  * kills it if it does not within 5 s; a shutdown hook does the same if the benchmark JVM exits without tearing

@@ -73,10 +73,11 @@ final class CallGate {
             throw closedError(op, key);
         }
         long size = file.size().now();
-        if (size < end) {
+        if (size < end && closed.get()) {
             // A close racing this check has closed the file whose size was asked: that is the answer, not a cut.
-            throw closed.get() ? closedError(op, key) : file.size().cutShort(size, op, key, null);
+            throw closedError(op, key);
         }
+        file.size().requireCovers(size, end, op, key);
     }
 
     void exit() {

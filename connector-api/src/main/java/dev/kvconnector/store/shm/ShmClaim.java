@@ -63,7 +63,7 @@ final class ShmClaim implements StoreClaim {
         return c;
     }
 
-    /** Takes over entry {@code claimEntry}, WRITING under {@code claimStateWord}, whose bytes {@code claimSegment} is. */
+    /** Takes over entry {@code claimEntry}, WRITING under {@code claimStateWord}, its bytes {@code claimSegment}. */
     void hold(String claimKey, int claimEntry, long claimStateWord, MemorySegment claimSegment, long claimEnd,
               long expires, boolean absent) {
         this.key = claimKey;

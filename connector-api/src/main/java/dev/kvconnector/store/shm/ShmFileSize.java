@@ -83,6 +83,18 @@ final class ShmFileSize implements AutoCloseable {
     }
 
     /**
+     * Fails when a file of {@code size} bytes (as a call found it) ends before file offset {@code end}, the end of
+     * what the call is about to touch.
+     *
+     * @throws KVException CORRUPT_OBJECT from {@link #cutShort}
+     */
+    void requireCovers(long size, long end, String op, String key) {
+        if (size < end) {
+            throw cutShort(size, op, key, null);
+        }
+    }
+
+    /**
      * After a copy of {@code len} bytes that ended at file offset {@code end}, asks the file's size again when the copy
      * was at least {@link #RECHECK_BYTES} long, and fails when a truncation cut the copied bytes off during it. Two
      * things come of that one {@code fstat}: a copy that lost the race with a truncation is told apart from a whole
@@ -93,10 +105,7 @@ final class ShmFileSize implements AutoCloseable {
      */
     void recheck(long end, long len, String op, String key) {
         if (len >= RECHECK_BYTES) {
-            long size = now();
-            if (size < end) {
-                throw cutShort(size, op, key, null);
-            }
+            requireCovers(now(), end, op, key);
         }
     }
 

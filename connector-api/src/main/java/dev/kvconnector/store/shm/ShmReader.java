@@ -91,9 +91,7 @@ final class ShmReader {
         try {
             long len = entries.valueLength(e);
             long src = payload(e, "get", key);
-            if (src + len > fileSize) {
-                throw file.size().cutShort(fileSize, "get", key, null);
-            }
+            file.size().requireCovers(fileSize, src + len, "get", key);
             if (len > dst.byteSize()) {
                 return GetResult.tooSmall(len);
             }
@@ -109,11 +107,7 @@ final class ShmReader {
             entries.markReferenced(e);
             return len;
         } catch (InternalError fault) {
-            KVException truncated = file.size().truncated(fault, "get", key);
-            if (truncated == null) {
-                throw fault;
-            }
-            throw truncated;
+            throw file.size().named(fault, "get", key);
         } finally {
             release(k);
         }
@@ -132,9 +126,7 @@ final class ShmReader {
         }
         try {
             long len = entries.valueLength(e);
-            if (payload(e, "size", key) + len > fileSize) {
-                throw file.size().cutShort(fileSize, "size", key, null);
-            }
+            file.size().requireCovers(fileSize, payload(e, "size", key) + len, "size", key);
             return len;
         } finally {
             release(k);
@@ -185,9 +177,7 @@ final class ShmReader {
         try {
             len = entries.valueLength(e);
             src = payload(e, "tryView", key);
-            if (src + len > fileSize) {
-                throw file.size().cutShort(fileSize, "tryView", key, null);
-            }
+            file.size().requireCovers(fileSize, src + len, "tryView", key);
             entries.markReferenced(e);
         } catch (RuntimeException ex) {
             release(k);

@@ -58,8 +58,9 @@ import org.slf4j.LoggerFactory;
  * {@code fstat}, 0.25 to 0.35 us added to a call) and fails with {@code CORRUPT_OBJECT}, naming the file, the size it
  * has and the size it had, and the likely cause, where it would touch what the cut took: every call, when the cut
  * reached the tables; puts, claims and commits, when it took only values; and reads (sizes too) of the values it
- * took, while values before the cut stay readable and removable. {@link #healthCheck()} fails on any cut. A fault that a truncation racing a
- * call causes in the mapping is caught at this boundary and named the same way (see {@link ShmFileSize}).
+ * took, while values before the cut stay readable and removable. {@link #healthCheck()} fails on any cut. A fault
+ * that a truncation racing a call causes in the mapping is caught at this boundary and named the same way (see
+ * {@link ShmFileSize}).
  *
  * @see dev.kvconnector.store.shm the parts, of one idea each, behind this facade
  */

@@ -178,7 +178,7 @@ final class ShmWriter {
         if (fileSize < lay.fileSize()) {
             String key = c.key;
             abort(c);
-            throw file.size().cutShort(fileSize, "commit", key, null);
+            requireWhole(fileSize, "commit", key);
         }
         // A TIMEOUT here leaves the handle its claim, for an abort or the close to free.
         lock.lock();
@@ -356,9 +356,7 @@ final class ShmWriter {
 
     /** Refuses to store into a file that is shorter than the mapping: another process cut it. */
     private void requireWhole(long fileSize, String op, String key) {
-        if (fileSize < lay.fileSize()) {
-            throw file.size().cutShort(fileSize, op, key, null);
-        }
+        file.size().requireCovers(fileSize, lay.fileSize(), op, key);
     }
 
     /** Refuses a value of {@code bytes} that no eviction could make room for. */

@@ -95,13 +95,13 @@
  *       or replaced it), where it would touch what the cut took. The header and the tables lie at the start of the
  *       file, so a cut into them fails every call (the close then frees nothing, and an event subscription reports
  *       it and stops); a cut through the payload fails the puts, claims and commits (a damaged file takes no new
- *       value), and the reads (sizes too), views and {@code segment()} calls of the values it took, while every value before the
- *       cut stays readable and removable. A truncation that races a call is caught at the store's boundary and
- *       named the same way; copies of 64 KiB or more ask the size again after the copy, whose return from native code
- *       is where compiled code's fault is raised, in the call. Only a copy under 64 KiB in compiled code that loses
- *       that race may still end with the JVM's own error after the call. A segment of a claim or view taken before
- *       the cut and used after it gets the JVM's {@code InternalError} for the lost pages, never freed memory. A file
- *       of another format version is refused at open before anything in it is written.</li>
+ *       value), and the reads (sizes too), views and {@code segment()} calls of the values it took, while every
+ *       value before the cut stays readable and removable. A truncation that races a call is caught at the store's
+ *       boundary and named the same way; copies of 64 KiB or more ask the size again after the copy, whose return
+ *       from native code is where compiled code's fault is raised, in the call. Only a copy under 64 KiB in compiled
+ *       code that loses that race may still end with the JVM's own error after the call. A segment of a claim or view
+ *       taken before the cut and used after it gets the JVM's {@code InternalError} for the lost pages, never freed
+ *       memory. A file of another format version is refused at open before anything in it is written.</li>
  * </ul>
  *
  * <h2>Why plain FFM, not Agrona or Chronicle Bytes</h2>
@@ -149,9 +149,9 @@
  * {@code ShmCrossProcessBenchmark} in the benchmarks module puts a 4 MiB layer in one JVM and drop-selects it in
  * another ({@code getInto} and {@code remove}), beside two {@code MemorySegment.copy} calls of the same size in
  * the same run: 1.20x and 1.33x that floor (medians 308 and 359 us against 256 and 270 us, 2 vCPUs at load 1.3 to
- * 1.9; the goal then: at most 1.5x) with the peer spinning on a shared word for its next command. Of a hand-over, the put
- * took 130 us, the peer's {@code getInto} 147 us and its {@code remove} 3.3 us: the copies and little else. Woken
- * through a pipe instead, the same hand-over took 1.75x and 2.03x the floor: on a VM, waking a process whose vCPU
+ * 1.9; the goal then: at most 1.5x) with the peer spinning on a shared word for its next command. Of a hand-over,
+ * the put took 130 us, the peer's {@code getInto} 147 us and its {@code remove} 3.3 us: the copies and little else.
+ * Woken through a pipe instead, the same hand-over took 1.75x and 2.03x the floor: on a VM, waking a process whose vCPU
  * went idle during a 4 MiB copy costs 70 to 220 us, which any store's consumer pays when it sleeps. Both processes
  * allocate nothing per hand-over in steady state. Those figures are of 2 December, before the split into parts,
  * claim and view, and the size check; the goal is now at most 1.2x (issue 17). {@code claimThenPeerViewSelect} is the

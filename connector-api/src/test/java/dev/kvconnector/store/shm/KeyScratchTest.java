@@ -72,7 +72,8 @@ class KeyScratchTest {
     void keysOverTheLimitAreRefusedNamingItAndKeysAtItPass() {
         assertEquals(250, KeyScratch.of("k".repeat(250), "put", "shm:/t").length);
         assertEquals(250, KeyScratch.of("é".repeat(125), "put", "shm:/t").length);
-        for (String tooLong : List.of("k".repeat(251), "é".repeat(125) + "k", "€".repeat(84), "😀".repeat(62) + "abc")) {
+        for (String tooLong : List.of("k".repeat(251), "é".repeat(125) + "k", "€".repeat(84),
+                "😀".repeat(62) + "abc")) {
             KVException e = assertThrows(KVException.class, () -> KeyScratch.of(tooLong, "put", "shm:/t"));
             assertEquals(ErrorCode.INVALID_ARGUMENT, e.code());
             assertTrue(e.getMessage().contains("longer than 250 UTF-8 bytes") && e.getMessage().contains("put:")

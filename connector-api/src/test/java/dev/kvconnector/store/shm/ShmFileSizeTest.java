@@ -75,7 +75,8 @@ class ShmFileSizeTest {
             f.size().recheck(end, ShmFileSize.RECHECK_BYTES, "put", "k");
             truncate(p, end - 4096);
             f.size().recheck(end, ShmFileSize.RECHECK_BYTES - 1, "put", "k");
-            KVException e = assertThrows(KVException.class, () -> f.size().recheck(end, ShmFileSize.RECHECK_BYTES, "put", "k"));
+            KVException e = assertThrows(KVException.class,
+                    () -> f.size().recheck(end, ShmFileSize.RECHECK_BYTES, "put", "k"));
             assertEquals(ErrorCode.CORRUPT_OBJECT, e.code());
             assertTrue(e.getMessage().contains("is " + (end - 4096) + " bytes"), e.getMessage());
             f.size().recheck(end - 4096, ShmFileSize.RECHECK_BYTES, "put", "k");

@@ -81,13 +81,15 @@ class ShmViewTest {
         try (ShmRig r = ShmRig.open("capacity=64KiB&block=4KiB")) {
             assertTrue(r.put("k", BLOCK, 1));
             ShmView foreign = new ShmView(new Object(), r.uri(), r.gate, r.reader);
-            KVException e = ShmRig.assertKv(ErrorCode.INVALID_ARGUMENT, () -> ShmView.ownedBy(r.owner, r.uri(), foreign, "k"));
+            KVException e = ShmRig.assertKv(ErrorCode.INVALID_ARGUMENT,
+                    () -> ShmView.ownedBy(r.owner, r.uri(), foreign, "k"));
             assertTrue(e.getMessage().contains("does not belong to this store"), e.getMessage());
             ShmRig.assertKv(ErrorCode.INVALID_ARGUMENT, () -> ShmView.ownedBy(r.owner, r.uri(), null, "k"));
             ShmView v = r.newView();
             assertSame(v, ShmView.ownedBy(r.owner, r.uri(), v, "k"));
             r.view("k", v);
-            KVException held = ShmRig.assertKv(ErrorCode.INVALID_ARGUMENT, () -> ShmView.ownedBy(r.owner, r.uri(), v, "k"));
+            KVException held = ShmRig.assertKv(ErrorCode.INVALID_ARGUMENT,
+                    () -> ShmView.ownedBy(r.owner, r.uri(), v, "k"));
             assertTrue(held.getMessage().contains("still holds an object"), held.getMessage());
             v.release();
         }
