@@ -300,8 +300,9 @@ public final class ShmStore implements KVStore {
 
     /**
      * Closes this instance's event subscriptions, frees its open claims and drops its views' leases (freeing entries
-     * removed while viewed), releases its slot in the file and unmaps it. The file stays for other processes. Claim and view segments throw
-     * {@link IllegalStateException} from now on; releasing a view afterwards only empties the handle.
+     * removed while viewed), releases its slot in the file and unmaps it. The file stays for other processes. Claim
+     * and view segments throw {@link IllegalStateException} from now on; releasing a view afterwards only empties the
+     * handle. A file truncated into its tables is only unmapped (a warning names it).
      */
     @Override
     public void close() {
@@ -313,14 +314,19 @@ public final class ShmStore implements KVStore {
             open = List.copyOf(subscriptions);
         }
         open.forEach(ShmSubscription::close);
-        long fileSize = file.size().now();
-        if (file.size().holdsTables(fileSize)) {
-            writer.freeAtClose(procSlot);
-            parts.leases.releaseSlot(procSlot);
-        } else {
-            LOG.warn("closing {}: {}", uri, file.size().cutShort(fileSize, "close", null, null).getMessage());
+        try {
+            long fileSize = file.size().now();
+            if (file.size().holdsTables(fileSize)) {
+                writer.freeAtClose(procSlot);
+                parts.leases.releaseSlot(procSlot);
+            } else {
+                LOG.warn("closing {}: {}", uri, file.size().cutShort(fileSize, "close", null, null).getMessage());
+            }
+        } catch (InternalError fault) {
+            LOG.warn("closing {}: {}", uri, file.size().named(fault, "close", null).getMessage());
+        } finally {
+            file.close();
         }
-        file.close();
     }
 
     /** Bytes of payload space not allocated to any entry, in bytes (whole blocks). */
