@@ -3,6 +3,8 @@ package dev.kvconnector.benchmarks;
 import dev.kvconnector.store.GetResult;
 import dev.kvconnector.store.KVStore;
 import dev.kvconnector.store.KVStores;
+import dev.kvconnector.store.StoreCapability;
+import dev.kvconnector.store.StoreView;
 import java.io.FileDescriptor;
 import java.io.FileOutputStream;
 import java.io.IOException;
@@ -36,6 +38,10 @@ import java.util.concurrent.TimeUnit;
  *       answers {@code K} when the whole value was there, {@code M} otherwise;</li>
  *   <li>{@code V}: the same, and the bytes are compared with the reference fill ({@link LayerShape#randomSegment});
  *       answers {@code K} only when every byte matches;</li>
+ *   <li>{@code S}: drop-select in place: {@code tryView} the key, copy the viewed bytes into the peer's own segment
+ *       (the scatter a consumer makes), release the view, then {@code remove} the key; answers as {@code D} does
+ *       (needs a store with {@link StoreCapability#VIEW});</li>
+ *   <li>{@code W}: the same, and the bytes are compared with the reference fill, as {@code V} does;</li>
  *   <li>{@code P}: nothing but the answer {@code K}: the control channel's own round trip;</li>
  *   <li>{@code Q}: close the store and exit.</li>
  * </ul>
@@ -49,8 +55,8 @@ import java.util.concurrent.TimeUnit;
  *       shown beside the goal, to say what an engine that sleeps between requests pays on top.</li>
  * </ul>
  * The peer writes {@code R} on its stdout once it is ready, and on exit one line to stderr with the heap bytes its
- * serving thread allocated per drop-select after its first 1000 (measured with {@code ThreadMXBean}; JMH's
- * {@code -prof gc} sees only its own JVM).
+ * serving thread allocated per drop-select (of either kind) after its first 1000 (measured with
+ * {@code ThreadMXBean}; JMH's {@code -prof gc} sees only its own JVM).
  *
  * <p>No orphan is left behind: {@link #close} (called from the benchmark's trial teardown) asks the peer to quit and
  * kills it if it does not within 5 s; a shutdown hook does the same if the benchmark JVM exits without tearing
@@ -278,6 +284,29 @@ final class ShmPeerProcess implements AutoCloseable {
         }
     }
 
+    /**
+     * Views {@code key} and copies the viewed bytes into {@code dst}: the value's length, or a {@link GetResult} code
+     * (a miss, or a destination too small, which copies nothing).
+     */
+    private static long viewInto(KVStore kv, StoreView view, String key, MemorySegment dst) {
+        if (view == null) {
+            throw new IllegalStateException("peer: " + kv.uri() + " cannot view in place (no VIEW capability)");
+        }
+        long r = kv.tryView(key, view);
+        if (GetResult.isHit(r)) {
+            try {
+                if (r <= dst.byteSize()) {
+                    MemorySegment.copy(view.segment(), 0, dst, 0, r);
+                } else {
+                    r = GetResult.tooSmall(r);
+                }
+            } finally {
+                view.release();
+            }
+        }
+        return r;
+    }
+
     /** The peer's entry point: {@code URI KEY BYTES SIGNAL-FILE}, the last {@code -} for the pipe. */
     public static void main(String[] args) throws IOException {
         String uri = args[0];
@@ -304,19 +333,20 @@ final class ShmPeerProcess implements AutoCloseable {
         try (Arena arena = Arena.ofConfined(); KVStore kv = KVStores.open(uri)) {
             MemorySegment dst = arena.allocate(bytes, LayerShape.ALIGNMENT);
             MemorySegment expected = LayerShape.randomSegment(arena, bytes);
+            StoreView view = kv.capabilities().contains(StoreCapability.VIEW) ? kv.newView() : null;
             out.write('R');
             out.flush();
             for (int c = spin != null ? spin.next() : in.read(); c >= 0 && c != 'Q';
                     c = spin != null ? spin.next() : in.read()) {
                 int answer = switch (c) {
                     case 'P' -> 'K';
-                    case 'D', 'V' -> {
+                    case 'D', 'V', 'S', 'W' -> {
                         if (drops++ == WARM_DROPS) {
                             allocatedBefore = threads.getCurrentThreadAllocatedBytes();
                         }
-                        long r = kv.getInto(key, dst);
+                        long r = c == 'D' || c == 'V' ? kv.getInto(key, dst) : viewInto(kv, view, key, dst);
                         kv.remove(key);
-                        boolean ok = r == bytes && (c == 'D' || dst.mismatch(expected) == -1);
+                        boolean ok = r == bytes && ((c == 'D' || c == 'S') || dst.mismatch(expected) == -1);
                         if (!ok) {
                             System.err.println("peer: drop-select of " + key + " from " + uri + " got "
                                     + GetResult.describe(r) + (r == bytes ? " with wrong bytes" : "") + " for "

@@ -16,7 +16,10 @@ import java.util.stream.Stream;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
-/** The benchmark's peer JVM, commanded both ways: it drop-selects what this JVM puts, and leaves nothing behind. */
+/**
+ * The benchmark's peer JVM, commanded both ways: it drop-selects what this JVM puts, by copy or in place, and leaves
+ * nothing behind.
+ */
 class ShmPeerProcessTest {
     private static final String KEY = "test/peer-layer";
     private static final long BYTES = 1 << 20;
@@ -37,6 +40,16 @@ class ShmPeerProcessTest {
                 assertFalse(kv.exists(KEY), "the peer's drop-select removed the layer");
                 kv.put(KEY, layer, PutOptions.DEFAULT);
                 assertEquals('K', peer.call('D'));
+                assertEquals('M', peer.call('S'), "a drop-select in place of a key nobody put is a miss");
+                kv.put(KEY, layer, PutOptions.DEFAULT);
+                assertEquals('K', peer.call('W'), "the peer viewed the layer in place, byte for byte");
+                assertFalse(kv.exists(KEY), "the peer's drop-select in place removed the layer");
+                layer.set(java.lang.foreign.ValueLayout.JAVA_BYTE, BYTES / 2, (byte) ~layer.get(
+                        java.lang.foreign.ValueLayout.JAVA_BYTE, BYTES / 2));
+                kv.put(KEY, layer, PutOptions.DEFAULT);
+                assertEquals('M', peer.call('W'), "a flipped byte is seen through the view");
+                kv.put(KEY, layer, PutOptions.DEFAULT);
+                assertEquals('K', peer.call('S'));
             }
         }
         assertEquals(signalFilesBefore, signalFiles(), "the signal file is removed when the peer is closed");

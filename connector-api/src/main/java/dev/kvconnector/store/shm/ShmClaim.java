@@ -1,5 +1,6 @@
 package dev.kvconnector.store.shm;
 
+import dev.kvconnector.error.KVException;
 import dev.kvconnector.store.HandleErrors;
 import dev.kvconnector.store.StoreClaim;
 import java.lang.foreign.MemorySegment;
@@ -15,10 +16,16 @@ import java.lang.foreign.MemorySegment;
  *
  * <p>The writer's stores into the segment are stores into a sparse tmpfs file: where the tmpfs has no page left they
  * fault, and the JVM throws {@link InternalError} from the write (a put turns that into {@code STORE_FULL}; here it
- * reaches the writer, whose {@code finally} aborts the claim).
+ * reaches the writer, whose {@code finally} aborts the claim). So do stores past the end of a file that another
+ * process truncated; {@link #segment()} and {@link #commit()} check the file's size first and fail with
+ * {@code CORRUPT_OBJECT} naming it instead, and the commit then frees the claim.
+ *
+ * <p>The segment is a slice of the mapping from the store's {@link SliceCache}: claiming the same blocks again hands
+ * out the same segment object, so a steady stream of claims allocates nothing.
  */
 final class ShmClaim implements StoreClaim {
-    private final ShmStore store;
+    private final Object owner;
+    private final String uri;
     private final CallGate gate;
     private final ShmWriter writer;
     /** The key, re-encoded at the commit (the encoding scratch belongs to the thread, not the handle). */
@@ -30,38 +37,49 @@ final class ShmClaim implements StoreClaim {
     /** Expiry in epoch ms, or 0 for none. */
     long expiresMillis;
     boolean ifAbsent;
+    /** The file offset just past the claimed bytes: the file must be at least this long to write or commit them. */
+    long end;
     private MemorySegment segment;
 
-    ShmClaim(ShmStore store, CallGate gate, ShmWriter writer) {
-        this.store = store;
+    /**
+     * @param owner the store whose handle this is ({@link #ownedBy} compares it by identity)
+     * @param uri the store's URI, masked, for errors
+     */
+    ShmClaim(Object owner, String uri, CallGate gate, ShmWriter writer) {
+        this.owner = owner;
+        this.uri = uri;
         this.gate = gate;
         this.writer = writer;
     }
 
-    /** {@code claim} as a handle of {@code store}, checked to be empty. */
-    static ShmClaim ownedBy(ShmStore store, StoreClaim claim, String key) {
-        if (!(claim instanceof ShmClaim c) || c.store != store) {
-            throw HandleErrors.foreignClaim(store.uri(), key);
+    /** {@code claim} as a handle of {@code owner}'s, checked to be empty. */
+    static ShmClaim ownedBy(Object owner, String uri, StoreClaim claim, String key) {
+        if (!(claim instanceof ShmClaim c) || c.owner != owner) {
+            throw HandleErrors.foreignClaim(uri, key);
         }
         if (c.segment != null) {
-            throw HandleErrors.claimStillHeld(store.uri(), c.key, key);
+            throw HandleErrors.claimStillHeld(uri, c.key, key);
         }
         return c;
     }
 
-    void hold(String claimKey, int claimEntry, long claimStateWord, MemorySegment claimSegment, long expires,
-              boolean absent) {
+    /** Takes over entry {@code claimEntry}, WRITING under {@code claimStateWord}, its bytes {@code claimSegment}. */
+    void hold(String claimKey, int claimEntry, long claimStateWord, MemorySegment claimSegment, long claimEnd,
+              long expires, boolean absent) {
         this.key = claimKey;
         this.entry = claimEntry;
         this.stateWord = claimStateWord;
         this.segment = claimSegment;
+        this.end = claimEnd;
         this.expiresMillis = expires;
         this.ifAbsent = absent;
     }
 
+    /** The claimed bytes; CORRUPT_OBJECT when the file no longer covers them (one {@code fstat}). */
     @Override
     public MemorySegment segment() {
         requireClaimed("segment");
+        gate.requireCovers(end, "segment", key);
         return segment;
     }
 
@@ -71,29 +89,38 @@ final class ShmClaim implements StoreClaim {
         return segment != null && !gate.isClosed();
     }
 
-    /** Publishes the entry as a put would and empties the handle; if the store closed meanwhile, CLOSED. */
+    /**
+     * Publishes the entry as a put would and empties the handle. If the store closed meanwhile, CLOSED; if the file
+     * was truncated, CORRUPT_OBJECT (the claim is freed, or lost with the tables when the cut reached them).
+     */
     @Override
     public boolean commit() {
         requireClaimed("commit");
-        if (!gate.enterIfOpen()) {
-            String claimed = key;
+        String claimed = key;
+        long fileSize;
+        try {
+            fileSize = gate.enter("commit", claimed);
+        } catch (KVException closedOrCut) {
             clear();
-            throw gate.closedError("commit", claimed);
+            throw closedOrCut;
         }
         try {
-            return writer.commit(this);
+            return writer.commit(this, fileSize);
         } finally {
             gate.exit();
         }
     }
 
-    /** Frees the entry unless a repair already did, and empties the handle; after the close, only empties it. */
+    /**
+     * Frees the entry unless a repair already did, and empties the handle; after the close, or a cut of the file into
+     * the store's tables, only empties it.
+     */
     @Override
     public void abort() {
         if (segment == null) {
             return;
         }
-        if (!gate.enterIfOpen()) {
+        if (gate.tryEnter() == CallGate.REFUSED) {
             clear();
             return;
         }
@@ -116,7 +143,7 @@ final class ShmClaim implements StoreClaim {
             throw gate.closedError(op, key);
         }
         if (segment == null) {
-            throw HandleErrors.noClaim(store.uri(), op);
+            throw HandleErrors.noClaim(uri, op);
         }
     }
 }

@@ -29,7 +29,8 @@ import org.slf4j.LoggerFactory;
  * One store file and its mapping, as Agrona's {@code MarkFile} is a CnC file's: creating it (initialized under a
  * temporary name, mode 0600, then published atomically, so no one sees it half-written), mapping it into a shared
  * arena, checking its header against {@link ShmLayout} before any number in it is used as an offset, and unmapping
- * it. Every refusal names the file, what is wrong with it, and the fix.
+ * it. Every refusal names the file, what is wrong with it, and the fix. Its size while it is mapped is watched by
+ * {@link ShmFileSize}.
  */
 final class ShmFile implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(ShmFile.class);
@@ -40,14 +41,16 @@ final class ShmFile implements AutoCloseable {
     private final MemorySegment map;
     private final MemorySegment readOnly;
     private final ShmLayout layout;
+    private final ShmFileSize size;
 
-    private ShmFile(Path path, String uri, Arena arena, MemorySegment map, ShmLayout layout) {
+    private ShmFile(Path path, String uri, Arena arena, MemorySegment map, ShmLayout layout, ShmFileSize size) {
         this.path = path;
         this.uri = uri;
         this.arena = arena;
         this.map = map;
         this.readOnly = map.asReadOnly();
         this.layout = layout;
+        this.size = size;
     }
 
     /**
@@ -65,7 +68,8 @@ final class ShmFile implements AutoCloseable {
         Arena arena = Arena.ofShared();
         try {
             MemorySegment map = mapExisting(path, arena, uri);
-            return new ShmFile(path, uri, arena, map, validate(path, map, uri));
+            ShmLayout layout = validate(path, map, uri);
+            return new ShmFile(path, uri, arena, map, layout, ShmFileSize.open(path, layout, uri));
         } catch (RuntimeException e) {
             arena.close();
             throw e;
@@ -90,40 +94,16 @@ final class ShmFile implements AutoCloseable {
         return layout;
     }
 
-    /**
-     * What a fault on the mapping (the JVM's {@link InternalError} for SIGBUS) means: the truncation error of
-     * {@link #truncation} when the file was truncated under the running store, else null (the caller decides: a
-     * write into a sparse tmpfs file also faults when the tmpfs has no page left).
-     */
-    KVException truncated(InternalError fault, String op, String key) {
-        return truncation(op, key, fault);
-    }
-
-    /**
-     * CORRUPT_OBJECT naming the file and both sizes when the file is shorter than this store mapped it (truncated
-     * by something else while it runs), else null. Costs a {@code stat} of the file.
-     */
-    KVException truncation(String op, String key, Throwable cause) {
-        long size;
-        try {
-            size = Files.size(path);
-        } catch (IOException e) {
-            size = -1;
-        }
-        if (size >= layout.fileSize()) {
-            return null;
-        }
-        return KVException.of(ErrorCode.CORRUPT_OBJECT, path + " was truncated to " + (size < 0 ? "nothing (it "
-                + "is gone)" : size + " bytes") + " under the running store, which maps " + layout.fileSize()
-                + " bytes; the values past the end are lost").store(uri).operation(op).key(key).cause(cause)
-                .hint("something else truncated the file: close every store on it, delete " + path
-                        + " and open again to create a fresh store").build();
+    /** What watches the file's size while it is mapped. */
+    ShmFileSize size() {
+        return size;
     }
 
     /** Unmaps the file: every segment sliced from it throws {@link IllegalStateException} from now on. */
     @Override
     public void close() {
         arena.close();
+        size.close();
     }
 
     private static void create(Path path, ShmLayout lay, String uri) {

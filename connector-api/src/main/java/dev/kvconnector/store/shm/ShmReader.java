@@ -9,7 +9,10 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * The store's reads, which take no lock: a read leases the entry it finds in this instance's lease records, copies
  * (or, for a view, keeps the lease until the release), and the last reader out of an entry removed meanwhile frees
- * it. Allocates nothing but a view's slice.
+ * it. Allocates nothing: a view's slice comes from a {@link SliceCache}.
+ *
+ * <p>Reads of a value that a truncation of the file (by another process) cut off fail with {@code CORRUPT_OBJECT}
+ * naming the file; values before the cut stay readable.
  */
 final class ShmReader {
     private final ShmFile file;
@@ -24,6 +27,7 @@ final class ShmReader {
     private final int procSlot;
     private final String uri;
     private final AtomicInteger viewsHeld = new AtomicInteger();
+    private final SliceCache viewSlices;
 
     ShmReader(ShmFile file, ShmParts parts, int procSlot, String uri) {
         this.file = file;
@@ -37,6 +41,7 @@ final class ShmReader {
         this.events = parts.events;
         this.procSlot = procSlot;
         this.uri = uri;
+        this.viewSlices = new SliceCache(file.readOnly(), lay.entryCount());
     }
 
     /**
@@ -69,8 +74,12 @@ final class ShmReader {
         return true;
     }
 
-    /** Copies the key's value into {@code dst}: its length, or a {@link GetResult} code. */
-    long getInto(KeyScratch k, String key, MemorySegment dst) {
+    /**
+     * Copies the key's value into {@code dst}: its length, or a {@link GetResult} code.
+     *
+     * @param fileSize the file's size in bytes as the call entered ({@link CallGate#enter})
+     */
+    long getInto(KeyScratch k, String key, MemorySegment dst, long fileSize) {
         if (dst == null || dst.isReadOnly()) {
             throw KVException.of(ErrorCode.INVALID_ARGUMENT, "the destination is " + (dst == null ? "null"
                     : "read-only")).store(uri).operation("get").key(key).build();
@@ -82,6 +91,7 @@ final class ShmReader {
         try {
             long len = entries.valueLength(e);
             long src = payload(e, "get", key);
+            file.size().requireCovers(fileSize, src + len, "get", key);
             if (len > dst.byteSize()) {
                 return GetResult.tooSmall(len);
             }
@@ -93,28 +103,31 @@ final class ShmReader {
             } else {
                 MemorySegment.copy(map, src, dst, 0, len);
             }
+            file.size().recheck(src + len, len, "get", key);
             entries.markReferenced(e);
             return len;
         } catch (InternalError fault) {
-            KVException truncated = file.truncated(fault, "get", key);
-            if (truncated == null) {
-                throw fault;
-            }
-            throw truncated;
+            throw file.size().named(fault, "get", key);
         } finally {
             release(k);
         }
     }
 
-    /** The key's value length in bytes, or -1. */
-    long size(KeyScratch k, String key) {
+    /**
+     * The key's value length in bytes, or -1.
+     *
+     * @param fileSize the file's size in bytes as the call entered ({@link CallGate#enter}): a value that a truncation
+     *     cut off is not reported as there, but as CORRUPT_OBJECT
+     */
+    long size(KeyScratch k, String key, long fileSize) {
         int e = lookup(k);
         if (e < 0) {
             return -1;
         }
         try {
-            payload(e, "size", key);
-            return entries.valueLength(e);
+            long len = entries.valueLength(e);
+            file.size().requireCovers(fileSize, payload(e, "size", key) + len, "size", key);
+            return len;
         } finally {
             release(k);
         }
@@ -124,9 +137,11 @@ final class ShmReader {
      * Looks the key up as a get does and, on a hit, hands the read's lease record to {@code v} instead of clearing
      * it, with a read-only slice of the mapping over the value. Returns the value's length, or {@link GetResult#MISS}.
      *
-     * @throws KVException BUSY when this instance already holds {@value ShmStore#MAX_VIEWS} views
+     * @param fileSize the file's size in bytes as the call entered ({@link CallGate#enter})
+     * @throws KVException BUSY when this instance already holds {@value ShmStore#MAX_VIEWS} views; CORRUPT_OBJECT
+     *     when a truncation of the file cut the value off
      */
-    long view(KeyScratch k, String key, ShmView v) {
+    long view(KeyScratch k, String key, ShmView v, long fileSize) {
         if (viewsHeld.incrementAndGet() > ShmStore.MAX_VIEWS) {
             viewsHeld.decrementAndGet();
             throw KVException.of(ErrorCode.BUSY, "this store instance holds " + ShmStore.MAX_VIEWS + " views already")
@@ -136,7 +151,7 @@ final class ShmReader {
         }
         boolean held = false;
         try {
-            long r = viewHeld(k, key, v);
+            long r = viewHeld(k, key, v, fileSize);
             held = r >= 0;
             return r;
         } finally {
@@ -152,7 +167,7 @@ final class ShmReader {
         releaseAt(leaseOffset);
     }
 
-    private long viewHeld(KeyScratch k, String key, ShmView v) {
+    private long viewHeld(KeyScratch k, String key, ShmView v, long fileSize) {
         int e = lookup(k);
         if (e < 0) {
             return GetResult.MISS;
@@ -162,12 +177,13 @@ final class ShmReader {
         try {
             len = entries.valueLength(e);
             src = payload(e, "tryView", key);
+            file.size().requireCovers(fileSize, src + len, "tryView", key);
             entries.markReferenced(e);
         } catch (RuntimeException ex) {
             release(k);
             throw ex;
         }
-        v.hold(k.leaseOffset, file.readOnly().asSlice(src, len));
+        v.hold(key, k.leaseOffset, viewSlices.slice(src, len), src + len);
         k.leaseOffset = -1;
         return len;
     }

@@ -15,6 +15,11 @@ import org.agrona.concurrent.IdleStrategy;
  * records it backs off as Agrona's {@link BackoffIdleStrategy} does (spins, yields, then parks from 1 us doubling to
  * {@link #MAX_PARK_MICROS}), so an event reaches the listener within about that long and an idle subscription costs
  * a wake-up per park. The events of every process that writes the file arrive, in the order of the ring.
+ *
+ * <p>The ring lies in the file's tables, so before each poll the thread asks the file's size, as every call of the
+ * store does ({@link CallGate}): once another process has truncated the file into the tables, it hands the error
+ * handler a {@code CORRUPT_OBJECT} naming the file and delivers nothing more; a fault of a truncation racing a poll
+ * is named the same way. That costs an {@code fstat} per poll (at most 256 records), about 0.2 us.
  */
 final class ShmSubscription extends SubscriptionThread {
     /** Longest park between polls of an idle ring, in us: the added latency of an event after a quiet spell. */
@@ -26,6 +31,7 @@ final class ShmSubscription extends SubscriptionThread {
     private final String uri;
     private final long epoch;
     private final EventReceiver receiver;
+    private final ShmFile file;
 
     /**
      * Starts at the ring's tail: the listener hears of every change made after this constructor returns.
@@ -33,11 +39,12 @@ final class ShmSubscription extends SubscriptionThread {
      * @param epoch the file's event epoch
      * @param onClose called once when the subscription closes, so the store forgets it
      */
-    ShmSubscription(String uri, long epoch, EventReceiver receiver, StoreEventListener listener, ErrorHandler errors,
-                    Consumer<SubscriptionThread> onClose) {
+    ShmSubscription(String uri, long epoch, ShmFile file, EventReceiver receiver, StoreEventListener listener,
+                    ErrorHandler errors, Consumer<SubscriptionThread> onClose) {
         super("shm", uri, listener, errors, onClose);
         this.uri = uri;
         this.epoch = epoch;
+        this.file = file;
         this.receiver = receiver;
     }
 
@@ -51,7 +58,15 @@ final class ShmSubscription extends SubscriptionThread {
                 TimeUnit.MICROSECONDS.toNanos(MAX_PARK_MICROS));
         while (running()) {
             try {
+                long size = file.size().now();
+                if (!file.size().holdsTables(size)) {
+                    report("polling the event ring of " + uri, file.size().cutShort(size, "subscribe", null, null));
+                    return;
+                }
                 idle.idle(receiver.poll(this::deliver, BATCH));
+            } catch (InternalError fault) {
+                report("polling the event ring of " + uri, file.size().named(fault, "subscribe", null));
+                return;
             } catch (RuntimeException e) {
                 if (running()) {
                     report("polling the event ring of " + uri, e);

@@ -11,46 +11,67 @@ import java.lang.foreign.MemorySegment;
  *
  * <p>A process killed while it holds views leaves its leases in its slot; whoever next finds it dead clears them, as
  * it does for a reader killed mid-copy, and the entries they kept are freed then.
+ *
+ * <p>A view held while another process truncates the file: {@link #segment()} checks the file's size and fails with
+ * {@code CORRUPT_OBJECT} naming the file once it no longer covers the value; {@link #release()} still gives the lease
+ * back (or only empties the handle when the cut reached the store's tables). A segment taken before the cut and read
+ * after it gets the JVM's {@link InternalError} for the lost pages, never freed memory.
+ *
+ * <p>The segment comes from the store's {@link SliceCache}, so viewing the same value again allocates nothing.
  */
 final class ShmView implements StoreView {
-    private final ShmStore store;
+    private final Object owner;
+    private final String uri;
     private final CallGate gate;
     private final ShmReader reader;
     /** Offset of the lease record in the file, or -1 when the handle is empty. */
     private long leaseOffset = -1;
+    /** The file offset just past the value: the file must be at least this long to read it. */
+    private long end;
+    /** The key viewed, for errors. */
+    private String key;
     private MemorySegment segment;
 
-    ShmView(ShmStore store, CallGate gate, ShmReader reader) {
-        this.store = store;
+    /**
+     * @param owner the store whose handle this is ({@link #ownedBy} compares it by identity)
+     * @param uri the store's URI, masked, for errors
+     */
+    ShmView(Object owner, String uri, CallGate gate, ShmReader reader) {
+        this.owner = owner;
+        this.uri = uri;
         this.gate = gate;
         this.reader = reader;
     }
 
-    /** {@code view} as a handle of {@code store}, checked to be empty. */
-    static ShmView ownedBy(ShmStore store, StoreView view, String key) {
-        if (!(view instanceof ShmView v) || v.store != store) {
-            throw HandleErrors.foreignView(store.uri(), key);
+    /** {@code view} as a handle of {@code owner}'s, checked to be empty. */
+    static ShmView ownedBy(Object owner, String uri, StoreView view, String key) {
+        if (!(view instanceof ShmView v) || v.owner != owner) {
+            throw HandleErrors.foreignView(uri, key);
         }
         if (v.segment != null) {
-            throw HandleErrors.viewStillHeld(store.uri(), key);
+            throw HandleErrors.viewStillHeld(uri, key);
         }
         return v;
     }
 
-    /** Takes over the lease record at {@code offset}, which names the entry under {@code readOnly}. */
-    void hold(long offset, MemorySegment readOnly) {
+    /**
+     * Takes over the lease record at {@code offset}, which names the entry of {@code viewedKey} whose value
+     * {@code readOnly} is, ending at file offset {@code valueEnd}.
+     */
+    void hold(String viewedKey, long offset, MemorySegment readOnly, long valueEnd) {
+        this.key = viewedKey;
         this.leaseOffset = offset;
         this.segment = readOnly;
+        this.end = valueEnd;
     }
 
+    /** The value; CLOSED after the close, CORRUPT_OBJECT when the file no longer covers it (one {@code fstat}). */
     @Override
     public MemorySegment segment() {
         if (segment == null) {
-            throw HandleErrors.noView(store.uri());
+            throw HandleErrors.noView(uri);
         }
-        if (gate.isClosed()) {
-            throw gate.closedError("segment", null);
-        }
+        gate.requireCovers(end, "segment", key);
         return segment;
     }
 
@@ -62,13 +83,15 @@ final class ShmView implements StoreView {
     @Override
     public void release() {
         if (segment == null) {
-            throw HandleErrors.releasedTwice(store.uri());
+            throw HandleErrors.releasedTwice(uri);
         }
         long offset = leaseOffset;
         leaseOffset = -1;
         segment = null;
-        // After the close the lease is gone with the instance's slot: only the handle is emptied.
-        if (gate.enterIfOpen()) {
+        key = null;
+        // After the close the lease is gone with the instance's slot, after a cut into the tables with the file:
+        // only the handle is emptied.
+        if (gate.tryEnter() != CallGate.REFUSED) {
             try {
                 reader.releaseView(offset);
             } finally {

@@ -18,6 +18,10 @@ import org.slf4j.LoggerFactory;
  * value outside the lock, then, under the lock again, swaps the entry into the index; a claim is a put whose copy
  * the caller makes into the mapping, between the same two steps. Removal and replacement unindex first and retire
  * the old entry, which is freed once no lease names it. Each change is told to the event ring under the same lock.
+ *
+ * <p>A file that another process truncated takes no new value: puts, claims and commits given a file size short of
+ * the mapping fail with {@code CORRUPT_OBJECT} naming the file, and free what they took. Removal still works (it
+ * touches only the tables, which the caller's gate has checked are whole).
  */
 final class ShmWriter {
     private static final Logger LOG = LoggerFactory.getLogger(ShmWriter.class);
@@ -32,6 +36,7 @@ final class ShmWriter {
     private final ShmSpace space;
     private final EventRing events;
     private final ShmReader reader;
+    private final SliceCache claimSlices;
     private final String uri;
     private final boolean evictLive;
     private final long defaultTtlMillis;
@@ -49,19 +54,25 @@ final class ShmWriter {
         this.space = parts.space;
         this.events = parts.events;
         this.reader = reader;
+        this.claimSlices = new SliceCache(map, lay.entryCount());
         this.uri = options.uri();
         this.evictLive = options.evictLive();
         this.defaultTtlMillis = options.ttlMillis();
     }
 
-    /** Puts {@code value}; false when {@link PutOptions#ifAbsent()} found the key. */
-    boolean put(KeyScratch k, String key, MemorySegment value, PutOptions options) {
+    /**
+     * Puts {@code value}; false when {@link PutOptions#ifAbsent()} found the key.
+     *
+     * @param fileSize the file's size in bytes as the call entered ({@link CallGate#enter})
+     */
+    boolean put(KeyScratch k, String key, MemorySegment value, PutOptions options, long fileSize) {
         if (value == null || options == null) {
             throw KVException.of(ErrorCode.INVALID_ARGUMENT, "value and options must not be null").store(uri)
                     .operation("put").key(key).build();
         }
         long len = value.byteSize();
         checkFits(len, "put", key);
+        requireWhole(fileSize, "put", key);
         boolean ifAbsent = options.ifAbsent();
         if (ifAbsent && reader.contains(k)) {
             return false;
@@ -99,9 +110,10 @@ final class ShmWriter {
             } else {
                 MemorySegment.copy(value, 0, map, dst, len);
             }
+            file.size().recheck(dst + len, len, "put", key);
             copied = true;
         } catch (InternalError fault) {
-            KVException truncated = file.truncated(fault, "put", key);
+            KVException truncated = file.size().truncated(fault, "put", key);
             if (truncated != null) {
                 throw truncated;
             }
@@ -121,13 +133,16 @@ final class ShmWriter {
      * Allocates the entry and blocks for {@code bytes} bytes as a put does and hands {@code c} a slice of the
      * mapping over them; {@link ClaimResult#EXISTS} or {@link ClaimResult#FULL} where a put would return false or
      * fail with STORE_FULL.
+     *
+     * @param fileSize the file's size in bytes as the call entered ({@link CallGate#enter})
      */
-    int claim(KeyScratch k, String key, long bytes, PutOptions options, ShmClaim c) {
+    int claim(KeyScratch k, String key, long bytes, PutOptions options, ShmClaim c, long fileSize) {
         if (options == null || bytes < 0) {
             throw KVException.of(ErrorCode.INVALID_ARGUMENT, "cannot claim " + bytes + " bytes with options "
                     + options).store(uri).operation("tryClaim").key(key).build();
         }
         checkFits(bytes, "tryClaim", key);
+        requireWhole(fileSize, "tryClaim", key);
         if (options.ifAbsent() && reader.contains(k)) {
             return ClaimResult.EXISTS;
         }
@@ -146,15 +161,25 @@ final class ShmWriter {
         } finally {
             lock.unlock();
         }
-        c.hold(key, e, mine, map.asSlice(dst, bytes), expiresAt(options, now), options.ifAbsent());
+        c.hold(key, e, mine, claimSlices.slice(dst, bytes), dst + bytes, expiresAt(options, now), options.ifAbsent());
         synchronized (openClaims) {
             openClaims.add(c);
         }
         return ClaimResult.CLAIMED;
     }
 
-    /** Publishes a claim's entry as a put publishes its own, and empties the handle. */
-    boolean commit(ShmClaim c) {
+    /**
+     * Publishes a claim's entry as a put publishes its own, and empties the handle; a file cut short of the mapping
+     * since the claim frees it instead, and fails.
+     *
+     * @param fileSize the file's size in bytes as the call entered ({@link CallGate#enter})
+     */
+    boolean commit(ShmClaim c, long fileSize) {
+        if (fileSize < lay.fileSize()) {
+            String key = c.key;
+            abort(c);
+            requireWhole(fileSize, "commit", key);
+        }
         // A TIMEOUT here leaves the handle its claim, for an abort or the close to free.
         lock.lock();
         try {
@@ -327,6 +352,11 @@ final class ShmWriter {
         } finally {
             lock.unlock();
         }
+    }
+
+    /** Refuses to store into a file that is shorter than the mapping: another process cut it. */
+    private void requireWhole(long fileSize, String op, String key) {
+        file.size().requireCovers(fileSize, lay.fileSize(), op, key);
     }
 
     /** Refuses a value of {@code bytes} that no eviction could make room for. */

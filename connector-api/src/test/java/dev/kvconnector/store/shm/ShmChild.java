@@ -14,12 +14,14 @@ import java.util.SplittableRandom;
 
 /**
  * The other process of the multi-process tests. It prints one line per milestone on stdout and exits 0 when all
- * went well, 3 on a torn or wrong value.
+ * went well, 3 on a torn or wrong value, 5 when a put or get failed with a {@link KVException} (printed as
+ * {@code FAILED CODE message} first).
  *
  * <pre>
  *   write URI MILLIS KEYS SEED     puts pattern values of 16 B to 64 KiB under key-0..key-(KEYS-1)
  *   read URI MILLIS KEYS           reads them and verifies every byte
- *   put URI KEY BYTES SEED         one put (with the test-hook properties set, a slow one)
+ *   put URI KEY BYTES SEED         one put (with the test-hook properties set, a slow one, which prints PAUSED
+ *                                  once it sleeps in the hook half-way through its copy)
  *   get URI KEY BYTES              one get into a BYTES buffer (with the get hook set, a slow one, which prints
  *                                  PAUSED once it sleeps in the hook, holding the lease it has checked)
  *   claim URI KEY BYTES SEED HOW   claims BYTES, writes a pattern value into the claim, then commits it
@@ -38,6 +40,7 @@ public final class ShmChild {
     /** Entry point; see the class comment. */
     public static void main(String[] args) {
         String mode = args[0];
+        boolean failed = false;
         try (ShmStore store = ShmStore.open(StoreUri.parse(args[1])); Arena arena = Arena.ofConfined()) {
             System.out.println("OPEN pid=" + ProcessHandle.current().pid());
             switch (mode) {
@@ -49,13 +52,19 @@ public final class ShmChild {
                     MemorySegment v = arena.allocate(bytes, 8);
                     ValuePattern.fill(v, bytes, Long.parseLong(args[4]));
                     System.out.println("PUTTING");
-                    System.out.println("PUT " + store.put(args[2], v, PutOptions.DEFAULT));
+                    announceWhenPausedIn(Thread.currentThread(), "copyIn", "PAUSED");
+                    failed = failed(() -> System.out.println("PUT " + store.put(args[2], v, PutOptions.DEFAULT)));
                 }
                 case "get" -> {
                     MemorySegment dst = arena.allocate(Long.parseLong(args[3]), 8);
                     System.out.println("GETTING");
                     announceWhenPausedIn(Thread.currentThread(), "getInto", "PAUSED");
-                    long r = store.getInto(args[2], dst);
+                    long[] got = new long[1];
+                    failed = failed(() -> got[0] = store.getInto(args[2], dst));
+                    if (failed) {
+                        break;
+                    }
+                    long r = got[0];
                     String bad = GetResult.isHit(r) ? ValuePattern.verify(dst, r) : null;
                     System.out.println("GOT " + GetResult.describe(r) + (bad == null ? "" : " TORN " + bad));
                     if (bad != null) {
@@ -71,6 +80,20 @@ public final class ShmChild {
             }
         }
         System.out.flush();
+        if (failed) {
+            System.exit(5);
+        }
+    }
+
+    /** Runs {@code call}; when it fails with a {@link KVException}, prints {@code FAILED CODE message} and says so. */
+    private static boolean failed(Runnable call) {
+        try {
+            call.run();
+            return false;
+        } catch (KVException e) {
+            System.out.println("FAILED " + e.code() + " " + e.getMessage());
+            return true;
+        }
     }
 
     private static void claim(ShmStore store, String key, long bytes, long seed, boolean commit) {

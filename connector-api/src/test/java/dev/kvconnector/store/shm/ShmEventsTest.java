@@ -198,4 +198,26 @@ class ShmEventsTest {
             assertTrue(s.exists("x"), "the child published its entry before it died in the record");
         }
     }
+
+    @Test
+    void aSubscriptionWhoseFileIsTruncatedIntoItsTablesReportsItNamingTheFileAndDeliversNothingMore()
+            throws Exception {
+        ShmStore s = bench.open("capacity=1MiB");
+        Recorder recorder = new Recorder();
+        LinkedBlockingQueue<Throwable> reported = new LinkedBlockingQueue<>();
+        try (StoreSubscription sub = s.subscribe(recorder, (where, failure) -> reported.add(failure))) {
+            s.put("k", bench.pattern(64, 1), PutOptions.DEFAULT);
+            assertEvent(recorder.next(), Type.STORED, "k", 64);
+            try (var ch = java.nio.channels.FileChannel.open(s.path(), java.nio.file.StandardOpenOption.WRITE)) {
+                ch.truncate(0);
+            }
+            Throwable failure = reported.poll(10, TimeUnit.SECONDS);
+            assertNotNull(failure, "the subscription reported nothing");
+            assertTrue(failure instanceof dev.kvconnector.error.KVException k
+                    && k.code() == dev.kvconnector.error.ErrorCode.CORRUPT_OBJECT
+                    && k.getMessage().contains(s.path() + " is 0 bytes"), failure.toString());
+            assertNull(reported.poll(50, TimeUnit.MILLISECONDS), "reported once, then the subscription stopped");
+            assertTrue(recorder.events.isEmpty());
+        }
+    }
 }

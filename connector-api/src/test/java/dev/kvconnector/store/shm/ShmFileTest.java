@@ -1,7 +1,6 @@
 package dev.kvconnector.store.shm;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -64,23 +63,6 @@ class ShmFileTest {
             assertEquals(ErrorCode.CORRUPT_OBJECT, e.code());
             assertTrue(e.getMessage().contains(p + " has format version " + other)
                     && e.getMessage().contains("this build reads version " + ShmLayout.VERSION), e.getMessage());
-        }
-    }
-
-    @Test
-    void aFaultIsATruncationOnlyWhenTheFileIsShorterThanItsLayout() throws IOException {
-        Path p = dir.resolve("f");
-        try (ShmFile f = ShmFile.open(p, LAYOUT, "shm:/f")) {
-            InternalError fault = new InternalError("a fault occurred in an unsafe memory access operation");
-            assertNull(f.truncated(fault, "get", "k"), "full size: the fault is something else");
-            try (var ch = java.nio.channels.FileChannel.open(p, java.nio.file.StandardOpenOption.WRITE)) {
-                ch.truncate(8192);
-            }
-            KVException e = f.truncated(fault, "get", "k");
-            assertEquals(ErrorCode.CORRUPT_OBJECT, e.code());
-            assertTrue(e.getMessage().contains(p + " was truncated to 8192 bytes under the running store, which maps "
-                    + LAYOUT.fileSize() + " bytes"), e.getMessage());
-            assertEquals(fault, e.getCause());
         }
     }
 }

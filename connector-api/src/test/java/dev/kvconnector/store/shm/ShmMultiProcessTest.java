@@ -218,4 +218,65 @@ class ShmMultiProcessTest {
         assertEquals(1 << 20, reopened.freeBytes());
         assertTrue(reopened.put("after", bench.pattern(4096, 1), PutOptions.DEFAULT));
     }
+
+    /**
+     * The other half of the truncation tests (the first half, a file cut before the call, is checked before the
+     * mapping is touched: {@code ShmStoreTest}): a file cut while a child's copy runs. The child's put, then its
+     * get, pause half-way through their copies (test hooks); this process truncates the file into the part not yet
+     * copied; the copy's second half faults on the lost pages, and the store catches the JVM's fault and names the
+     * file instead. The child survives, the put becomes visible to no one and its blocks come back, and the value
+     * before the cut stays readable.
+     */
+    @Test
+    void aFileTruncatedWhileAChildCopiesFailsTheChildsPutAndGetNamingTheFileAndKeepsWhatLiesBeforeTheCut()
+            throws Exception {
+        String options = "capacity=32MiB&entries=1024";
+        ShmStore s = bench.open(options);
+        ShmLayout lay = ShmLayout.of(32 << 20, 4096, 1024);
+        long initial = s.freeBytes();
+        s.put("low", bench.pattern(64 << 10, 1), PutOptions.DEFAULT);
+        long cut = lay.payloadOffset() + (1 << 20);
+
+        ChildJvm writer = bench.child(Map.of(ShmStore.PROP_PUT_PAUSE_MS, "2000"), "put", bench.uri(options), "big",
+                String.valueOf(8 << 20), "2");
+        writer.await("PAUSED", 30);
+        truncate(s.path(), cut);
+        String failed = writer.await("FAILED", 30);
+        assertEquals(5, writer.exitCode(30), writer.output());
+        assertTrue(failed.startsWith("FAILED CORRUPT_OBJECT") && failed.contains(s.path() + " is " + cut
+                + " bytes, but this store mapped it at " + lay.fileSize() + " bytes: another process truncated or "
+                + "replaced it"), writer.output());
+        assertFalse(s.exists("big"), "the cut put became visible");
+        assertEquals(initial - (64 << 10), s.freeBytes(), "the cut put's blocks came back");
+
+        extend(s.path(), lay.fileSize());
+        s.put("big", bench.pattern(8 << 20, 3), PutOptions.DEFAULT);
+        ChildJvm reader = bench.child(Map.of(ShmStore.PROP_GET_PAUSE_MS, "2000"), "get", bench.uri(options), "big",
+                String.valueOf(8 << 20));
+        reader.await("PAUSED", 30);
+        truncate(s.path(), cut);
+        String got = reader.await("FAILED", 30);
+        assertEquals(5, reader.exitCode(30), reader.output());
+        assertTrue(got.startsWith("FAILED CORRUPT_OBJECT") && got.contains(s.path() + " is " + cut + " bytes"),
+                reader.output());
+        assertEquals(0, s.leasesHeld(), "the failed get let go of its lease");
+
+        MemorySegment dst = bench.arena().allocate(64 << 10, 8);
+        assertEquals(64 << 10, s.getInto("low", dst));
+        assertNull(ValuePattern.verify(dst, 64 << 10));
+        assertEquals(1, ValuePattern.seed(dst));
+    }
+
+    private static void truncate(java.nio.file.Path file, long size) throws java.io.IOException {
+        try (var ch = java.nio.channels.FileChannel.open(file, java.nio.file.StandardOpenOption.WRITE)) {
+            ch.truncate(size);
+        }
+    }
+
+    /** Makes the file {@code size} bytes long again; the pages a truncation took come back as zeros. */
+    private static void extend(java.nio.file.Path file, long size) throws java.io.IOException {
+        try (var raf = new java.io.RandomAccessFile(file.toFile(), "rw")) {
+            raf.setLength(size);
+        }
+    }
 }

@@ -9,10 +9,13 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
+import dev.kvconnector.store.ClaimResult;
 import dev.kvconnector.store.GetResult;
 import dev.kvconnector.store.KVStore;
 import dev.kvconnector.store.PutOptions;
 import dev.kvconnector.store.StoreCapability;
+import dev.kvconnector.store.StoreClaim;
+import dev.kvconnector.store.StoreView;
 import dev.kvconnector.store.StoreUri;
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -435,36 +438,93 @@ class ShmStoreTest {
         ShmStore s = open("a", "capacity=1MiB&entries=1024");
         s.put("low", pattern(4096, 1), PutOptions.DEFAULT);
         s.put("high", pattern(512 << 10, 2), PutOptions.DEFAULT);
+        StoreView held = s.newView();
+        assertEquals(512 << 10, s.tryView("high", held));
         assertTrue(s.healthCheck().contains("answered"));
-        long cut = ShmLayout.of(1 << 20, 4096, 1024).payloadOffset() + (64 << 10);
-        try (FileChannel ch = FileChannel.open(s.path(), StandardOpenOption.WRITE)) {
-            ch.truncate(cut);
-        }
-        String truncated = s.path() + " was truncated to " + cut + " bytes under the running store";
+        ShmLayout lay = ShmLayout.of(1 << 20, 4096, 1024);
+        long cut = lay.payloadOffset() + (64 << 10);
+        truncate(s.path(), cut);
+        String named = s.path() + " is " + cut + " bytes, but this store mapped it at " + lay.fileSize()
+                + " bytes: another process truncated or replaced it";
+
         KVException health = assertKv(ErrorCode.CORRUPT_OBJECT, s::healthCheck);
-        assertTrue(health.getMessage().contains(truncated) && health.hint().contains("delete " + s.path()),
-                health.getMessage());
+        assertTrue(health.getMessage().contains(named) && health.hint().contains("delete it"), health.getMessage());
         MemorySegment dst = arena.allocate(512 << 10, 8);
-        assertTruncationFault(assertThrows(Throwable.class, () -> s.getInto("high", dst)), truncated);
-        assertTruncationFault(assertThrows(Throwable.class, () -> s.put("new", pattern(100 << 10, 3),
-                PutOptions.DEFAULT)), truncated);
+        StoreClaim claim = s.newClaim();
+        for (org.junit.jupiter.api.function.Executable call : List.<org.junit.jupiter.api.function.Executable>of(
+                () -> s.getInto("high", dst), () -> s.tryView("high", s.newView()), held::segment,
+                () -> s.put("new", pattern(100 << 10, 3), PutOptions.DEFAULT),
+                () -> s.put("small", pattern(16, 4), PutOptions.DEFAULT),
+                () -> s.tryClaim("new", 4096, PutOptions.DEFAULT, claim), () -> s.size("high"),
+                () -> s.exists("high"))) {
+            KVException e = assertKv(ErrorCode.CORRUPT_OBJECT, call);
+            assertTrue(e.getMessage().contains(named), e.getMessage());
+        }
+        held.release();
         assertEquals(4096, s.getInto("low", dst), "a value before the cut is still there");
         assertNull(ValuePattern.verify(dst, 4096));
         assertEquals(1, ValuePattern.seed(dst));
-        assertTrue(s.remove("high"));
+        assertEquals(4096, s.size("low"));
+        assertTrue(s.remove("high"), "a value the cut took can be removed");
         assertEquals(0, s.leasesHeld());
     }
 
-    /**
-     * The store's CORRUPT_OBJECT naming the truncation when the JVM raised the fault within the call, else the JVM's
-     * own fault (compiled code may raise it only at a safepoint poll past the store's frames).
-     */
-    private static void assertTruncationFault(Throwable t, String truncated) {
-        if (t instanceof KVException e) {
-            assertEquals(ErrorCode.CORRUPT_OBJECT, e.code(), e.getMessage());
-            assertTrue(e.getMessage().contains(truncated), e.getMessage());
-        } else {
-            assertTrue(t instanceof InternalError && t.getMessage().contains("unsafe memory access"), t.toString());
+    @Test
+    void aFileTruncatedIntoItsTablesFailsEveryCallNamingTheFileAndTheCloseTouchesNothing() throws IOException {
+        ShmStore s = open("a", "capacity=1MiB&entries=1024");
+        s.put("k", pattern(4096, 1), PutOptions.DEFAULT);
+        StoreView view = s.newView();
+        assertEquals(4096, s.tryView("k", view));
+        StoreClaim claim = s.newClaim();
+        assertEquals(ClaimResult.CLAIMED, s.tryClaim("c", 4096, PutOptions.DEFAULT, claim));
+        truncate(s.path(), 0);
+        String named = s.path() + " is 0 bytes, but this store mapped it at";
+        MemorySegment dst = arena.allocate(4096);
+        for (org.junit.jupiter.api.function.Executable call : List.<org.junit.jupiter.api.function.Executable>of(
+                () -> s.getInto("k", dst), () -> s.size("k"), () -> s.exists("k"), () -> s.remove("k"),
+                () -> s.put("k", pattern(16, 2), PutOptions.DEFAULT), s::healthCheck, s::freeBytes, s::liveEntries,
+                s::reclaim, s::newClaim, s::newView, view::segment, claim::segment, claim::commit,
+                () -> s.subscribe(event -> { }, (what, e) -> { }))) {
+            KVException e = assertKv(ErrorCode.CORRUPT_OBJECT, call);
+            assertTrue(e.getMessage().contains(named) && e.getMessage().contains("tables are lost"), e.getMessage());
+        }
+        view.release();
+        claim.abort();
+        s.close();
+        assertKv(ErrorCode.CLOSED, () -> s.getInto("k", dst));
+    }
+
+    private static void truncate(Path file, long size) throws IOException {
+        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.WRITE)) {
+            ch.truncate(size);
+        }
+    }
+
+    @Test
+    void aFileOfAnotherVersionRefusedAtOpenIsLeftUntouchedAndOpensOnceItsVersionIsRight() throws IOException {
+        ShmStore first = open("a", "capacity=1MiB");
+        for (int i = 0; i < 8; i++) {
+            first.put("k" + i, pattern(4096 + 8 * i, i), PutOptions.DEFAULT);
+        }
+        Path p = first.path();
+        closeAll();
+        pokeInt(p, ShmLayout.H_VERSION, ShmLayout.VERSION + 1);
+        byte[] before = Files.readAllBytes(p);
+        for (int attempt = 0; attempt < 2; attempt++) {
+            KVException e = assertKv(ErrorCode.CORRUPT_OBJECT, () -> open("a", ""));
+            assertTrue(e.getMessage().contains("format version " + (ShmLayout.VERSION + 1))
+                    && e.getMessage().contains(p.toString()), e.getMessage());
+        }
+        assertTrue(java.util.Arrays.equals(before, Files.readAllBytes(p)), "a refused open changed the file");
+
+        pokeInt(p, ShmLayout.H_VERSION, ShmLayout.VERSION);
+        ShmStore again = open("a", "");
+        assertEquals(8, again.liveEntries());
+        for (int i = 0; i < 8; i++) {
+            MemorySegment dst = arena.allocate(4096 + 8 * i);
+            assertEquals(4096 + 8 * i, again.getInto("k" + i, dst), "k" + i);
+            assertNull(ValuePattern.verify(dst, 4096 + 8 * i));
+            assertEquals(i, ValuePattern.seed(dst));
         }
     }
 
@@ -630,6 +690,49 @@ class ShmStoreTest {
             }
         }
         assertTrue(allocated < 1024, "20000 puts, gets and sizes allocated " + allocated + " bytes after warm-up");
+    }
+
+    @Test
+    void steadyStateClaimsCommitsViewsAndReleasesAllocateNothingOnTheHeap() {
+        ShmStore s = open("a", "capacity=4MiB&entries=1024");
+        MemorySegment v = pattern(8192, 1);
+        String[] keys = new String[64];
+        for (int i = 0; i < keys.length; i++) {
+            keys[i] = "layer-" + i;
+        }
+        StoreClaim claim = s.newClaim();
+        StoreView view = s.newView();
+        com.sun.management.ThreadMXBean mx =
+                (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+        long tid = Thread.currentThread().threadId();
+        long allocated = Long.MAX_VALUE;
+        long sum = 0;
+        for (int round = 0; round < 8; round++) {
+            long before = mx.getThreadAllocatedBytes(tid);
+            for (int i = 0; i < 10_000; i++) {
+                String k = keys[i & 63];
+                // A replacing claim and a view of it, then (each eighth key) the connector's consuming drop-select.
+                if (s.tryClaim(k, 8192, PutOptions.DEFAULT, claim) != ClaimResult.CLAIMED) {
+                    throw new AssertionError("claim of " + k + " failed");
+                }
+                MemorySegment.copy(v, 0, claim.segment(), 0, 8192);
+                claim.commit();
+                if (s.tryView(k, view) != 8192) {
+                    throw new AssertionError("view of " + k + " missed");
+                }
+                sum += view.segment().get(ValueLayout.JAVA_LONG, 0);
+                view.release();
+                if ((i & 7) == 7) {
+                    s.remove(k);
+                }
+            }
+            if (round >= 3) {
+                allocated = Math.min(allocated, mx.getThreadAllocatedBytes(tid) - before);
+            }
+        }
+        assertEquals(8L * 10_000, sum, "every view read the value's first word, seed 1");
+        assertTrue(allocated < 1024, "10000 claims, commits, views and releases allocated " + allocated
+                + " bytes after warm-up");
     }
 
     private void closeAll() {
