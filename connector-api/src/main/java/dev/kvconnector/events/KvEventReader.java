@@ -441,6 +441,37 @@ public final class KvEventReader {
         return h;
     }
 
+    /**
+     * The events of a payload as its batch counts them (a {@code BlockStored} of several blocks counts once), read
+     * from the batch's header alone: what a subscriber that drops a message unread counts as dropped. -1 when the
+     * header does not decode.
+     */
+    public static int countEvents(byte[] payload) {
+        if (payload == null) {
+            return -1;
+        }
+        MsgPack.Reader r = new MsgPack.Reader(payload);
+        try {
+            if (r.peek() == MsgPack.Kind.MAP) {
+                for (int i = r.mapHeader(); i > 0; i--) {
+                    int n = r.stringBytes();
+                    if (r.spanIs(n, EVENTS)) {
+                        return r.arrayHeader();
+                    }
+                    r.skip();
+                }
+                return -1;
+            }
+            if (r.arrayHeader() < 2) {
+                return -1;
+            }
+            r.skip();
+            return r.arrayHeader();
+        } catch (MalformedEventException e) {
+            return -1;
+        }
+    }
+
     /** The last message as records, each event carrying its epoch and sequence. */
     public KvEventBatch toBatch() {
         List<KvEvent> events = new ArrayList<>(size);

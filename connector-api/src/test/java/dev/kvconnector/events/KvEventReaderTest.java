@@ -54,7 +54,17 @@ class KvEventReaderTest {
 
     @Test
     void integerAndShortHashesKeyAsTheirHexDoes() throws Exception {
-        // vLLM's map form with an integer hash and a 4-byte one: [ts, [{type, block_hashes: [-7, b"\1\2\3\4"]}]].
+        KvEventReader r = new KvEventReader();
+        r.read("v", new byte[0], VllmKvEventCodec.sequenceFrame(0), integerAndShortHashesMessage());
+        assertEquals("fffffffffffffff9", r.hashHex(0));
+        assertEquals(-7, r.hashKey(0));
+        assertEquals("01020304", r.hashHex(1));
+        assertEquals(KvEventReader.hashKey("01020304"), r.hashKey(1));
+        assertNull(r.medium(1));
+    }
+
+    /** vLLM's map form, an integer hash and a 4-byte one: {@code [ts, [{type, block_hashes: [-7, b"\1\2\3\4"]}]]}. */
+    private static byte[] integerAndShortHashesMessage() {
         MsgPack.Writer w = new MsgPack.Writer();
         byte[] head = w.reset().array(2).float64(1.0).array(1).toByteArray();
         byte[] body = w.reset().string("type").string("BlockRemoved").string("block_hashes").array(2).integer(-7)
@@ -63,13 +73,7 @@ class KvEventReaderTest {
         System.arraycopy(head, 0, payload, 0, head.length);
         payload[head.length] = (byte) 0x82;
         System.arraycopy(body, 0, payload, head.length + 1, body.length);
-        KvEventReader r = new KvEventReader();
-        r.read("v", new byte[0], VllmKvEventCodec.sequenceFrame(0), payload);
-        assertEquals("fffffffffffffff9", r.hashHex(0));
-        assertEquals(-7, r.hashKey(0));
-        assertEquals("01020304", r.hashHex(1));
-        assertEquals(KvEventReader.hashKey("01020304"), r.hashKey(1));
-        assertNull(r.medium(1));
+        return payload;
     }
 
     @Test
@@ -84,6 +88,20 @@ class KvEventReaderTest {
         r.read("e", TOPIC, VllmKvEventCodec.sequenceFrame(2), good);
         assertEquals(4, r.size());
         assertEquals(hash(10), r.hashHex(0));
+    }
+
+    @Test
+    void countEventsReadsTheBatchsCountFromItsHeaderAlone() {
+        assertEquals(6, KvEventReader.countEvents(message(0, 3)));
+        assertEquals(1, KvEventReader.countEvents(integerAndShortHashesMessage()));
+        byte[] entries = new MsgPack.Writer().string("ts").float64(1.0).string("events").array(2).array(1)
+                .string("AllBlocksCleared").array(1).string("AllBlocksCleared").toByteArray();
+        byte[] mapForm = new byte[1 + entries.length];
+        mapForm[0] = (byte) 0x82;
+        System.arraycopy(entries, 0, mapForm, 1, entries.length);
+        assertEquals(2, KvEventReader.countEvents(mapForm), "vLLM's map form");
+        assertEquals(-1, KvEventReader.countEvents(new byte[] {(byte) 0x91, 0}));
+        assertEquals(-1, KvEventReader.countEvents(null));
     }
 
     @Test
