@@ -1,6 +1,7 @@
 package dev.kvconnector.proxy;
 
 import dev.kvconnector.events.KvEvent;
+import dev.kvconnector.events.KvEventReader;
 import dev.kvconnector.events.KvEventSource;
 import dev.kvconnector.events.MalformedEventException;
 import dev.kvconnector.events.RemovalReason;
@@ -23,11 +24,12 @@ import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.Warmup;
 
 /**
- * What one KV-event message costs the proxy's event thread once it is off the socket: decoding vLLM's wire format and
+ * What one KV-event message costs the proxy's apply thread once it is off the socket: reading vLLM's wire format and
  * applying it to the {@link PrefixIndex} through the {@link KvEventFeed}. A message is 100 events, as the flood of
  * {@code KvEventFloodBenchmark} batches them at 10^5 a second: 50 stores of new chunks and 50 removals of chunks stored
- * 10,000 before, so the index holds 10,000 chunks throughout. Run with {@code -prof gc} for the bytes allocated per
- * message; divide by 100 for an event.
+ * 10,000 before, so the index holds 10,000 chunks throughout. {@link #readAndApply} is the proxy's path (a
+ * {@link KvEventReader}); {@link #decodeAndApply} decodes into records first, as the proxy did before and still does
+ * for replays. Run with {@code -prof gc} for the bytes allocated per message; divide by 100 for an event.
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)
@@ -43,6 +45,8 @@ public class KvEventIngestBenchmark {
     private static final String MEDIUM = "GPU";
 
     private final List<byte[]> payloads = new ArrayList<>();
+    private final KvEventReader reader = new KvEventReader();
+    private final byte[] sequenceFrame = new byte[8];
     private byte[] topic;
     private KvEventFeed feed;
     private PrefixIndex index;
@@ -70,9 +74,9 @@ public class KvEventIngestBenchmark {
         }
         index = new PrefixIndex();
         feed = new KvEventFeed("e", 0, index, new KvMetrics(), null);
-        apply(codec.encode(seed, 1.0));
+        decodeAndApply(codec.encode(seed, 1.0));
         for (byte[] p : payloads) {
-            apply(p);
+            decodeAndApply(p);
         }
         if (index.size() != WINDOW) {
             throw new IllegalStateException("the index holds " + index.size() + " chunks, not " + WINDOW);
@@ -83,15 +87,32 @@ public class KvEventIngestBenchmark {
         return new KvEvent.Stored(1, 0, "e", MEDIUM, "kvc-v1", KvEventFloodPublisher.chunkHash(chunk), null, 256, -1);
     }
 
-    private void apply(byte[] payload) throws MalformedEventException {
+    private void decodeAndApply(byte[] payload) throws MalformedEventException {
         feed.accept(VllmKvEventCodec.decode("e", topic, VllmKvEventCodec.sequenceFrame(sequence++), payload));
     }
 
-    /** Decodes and applies the next message of 100 events. */
+    /** Reads the next message of 100 events with the proxy's reader and applies it. */
+    @Benchmark
+    public long readAndApply() throws MalformedEventException {
+        long seq = sequence++;
+        for (int i = 0; i < 8; i++) {
+            sequenceFrame[i] = (byte) (seq >>> (56 - 8 * i));
+        }
+        reader.read("e", topic, sequenceFrame, next());
+        feed.accept(reader);
+        return index.size();
+    }
+
+    /** Decodes the next message of 100 events into records and applies them. */
     @Benchmark
     public long decodeAndApply() throws MalformedEventException {
-        apply(payloads.get(next));
-        next = (next + 1) % payloads.size();
+        decodeAndApply(next());
         return index.size();
+    }
+
+    private byte[] next() {
+        byte[] p = payloads.get(next);
+        next = (next + 1) % payloads.size();
+        return p;
     }
 }
