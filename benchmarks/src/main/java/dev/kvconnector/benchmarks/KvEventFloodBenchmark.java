@@ -18,6 +18,7 @@ import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
+import java.util.function.Predicate;
 import org.HdrHistogram.Histogram;
 
 /**
@@ -38,8 +39,9 @@ import org.HdrHistogram.Histogram;
  * {@code --warmup-s}, later ones with 2 s, of load not recorded. Requests go out open loop at
  * {@code --requests-per-s} from {@code --clients} client threads, each on its own keep-alive connection, and each
  * one's latency runs from when it was due, not from when it was sent, so a stall delays the requests queued behind it
- * and shows in full (no coordinated omission). Per phase it prints p50, p99, p99.9 and the maximum, the CPU the
- * proxy's and the publisher's JVMs used (in cores), and from the proxy's {@code /metrics}: events applied, events and
+ * and shows in full (no coordinated omission). Per phase it prints p50, p99, p99.9 and the maximum, the CPU (in cores)
+ * of the proxy's JVM, of its KV event threads and of its collector's threads (from {@code /proc}), and of the
+ * publisher's JVM, and from the proxy's {@code /metrics}: events applied, events and
  * messages dropped by its bounded queue, sequence gaps, resynchronisations, the largest event lag sampled (every
  * 100 ms: the time from the publisher sending a batch to the index applying it) and the largest queue depth sampled;
  * then the overhead, flood less quiet. Series a proxy build lacks print as {@code -}.
@@ -60,6 +62,11 @@ public final class KvEventFloodBenchmark {
     private static final String CLASS_PATH = System.getProperty("java.class.path");
     private static final List<String> HARNESS_JVM = List.of("-XX:+UseZGC");
     private static final String[] PHASES = {"quiet", "flood", "after"};
+    /** The proxy's KV event threads, as {@code /proc} names them (cut to 15 characters). */
+    private static final Predicate<String> EVENT_THREADS = n -> n.startsWith("kvconnector-kv");
+    /** The collector's threads: ZGC's (Z...), G1's and Parallel's. */
+    private static final Predicate<String> GC_THREADS = n -> n.startsWith("Z") || n.startsWith("GC Thread")
+            || n.startsWith("G1 ");
 
     private KvEventFloodBenchmark() {
     }
@@ -187,9 +194,9 @@ public final class KvEventFloodBenchmark {
         /** One round: {@code leadIn} s of load unrecorded, then the phases, each printed as it ends. */
         void round(Map<String, Long> o, long leadIn) throws Exception {
             System.out.printf("%s, round %d%n", name, rounds.size() + 1);
-            System.out.printf("  %-6s %8s %8s %8s %8s %8s  %6s %6s  %9s %8s %7s %5s %7s %7s %6s  %s%n", "phase",
-                    "requests", "p50 ms", "p99 ms", "p99.9 ms", "max ms", "proxy", "pub", "applied", "dropped",
-                    "dropmsg", "gaps", "resyncs", "lag ms", "queue", "load average at end");
+            System.out.printf("  %-6s %8s %8s %8s %8s %8s  %6s %6s %6s %6s  %9s %8s %7s %5s %7s %7s %6s  %s%n",
+                    "phase", "requests", "p50 ms", "p99 ms", "p99.9 ms", "max ms", "proxy", "events", "gc", "pub",
+                    "applied", "dropped", "dropmsg", "gaps", "resyncs", "lag ms", "queue", "load average at end");
             Histogram[] h = new Histogram[PHASES.length];
             long reconnects;
             try (OpenLoopClients load = new OpenLoopClients(proxyAddr, requests, o.get("clients").intValue(), o.get("requests-per-s"))) {
@@ -269,6 +276,8 @@ public final class KvEventFloodBenchmark {
     private static final class Phase {
         final String name;
         final long cpuStart;
+        final long eventThreadsCpuStart;
+        final long gcCpuStart;
         final long publisherCpuStart;
         final long startNanos = System.nanoTime();
         final Map<String, Double> before;
@@ -280,6 +289,8 @@ public final class KvEventFloodBenchmark {
         Map<String, Double> after;
         Map<String, Double> sampledMax;
         double proxyCores;
+        double eventThreadsCores;
+        double gcCores;
         double publisherCores;
         String loadAverage;
         String publisherSays = "-";
@@ -295,12 +306,17 @@ public final class KvEventFloodBenchmark {
             load.latency.getIntervalHistogram();
             metrics.startSampling();
             this.cpuStart = Machine.cpuNanos(proxy.process.toHandle());
+            this.eventThreadsCpuStart = Machine.threadCpuNanos(proxy.process.pid(), EVENT_THREADS);
+            this.gcCpuStart = Machine.threadCpuNanos(proxy.process.pid(), GC_THREADS);
             this.publisherCpuStart = Machine.cpuNanos(publisher.process.toHandle());
         }
 
         void end() throws Exception {
             double wall = System.nanoTime() - startNanos;
             proxyCores = (Machine.cpuNanos(proxy.process.toHandle()) - cpuStart) / wall;
+            eventThreadsCores = (Machine.threadCpuNanos(proxy.process.pid(), EVENT_THREADS) - eventThreadsCpuStart)
+                    / wall;
+            gcCores = (Machine.threadCpuNanos(proxy.process.pid(), GC_THREADS) - gcCpuStart) / wall;
             publisherCores = (Machine.cpuNanos(publisher.process.toHandle()) - publisherCpuStart) / wall;
             latency = load.latency.getIntervalHistogram();
             sampledMax = metrics.stopSampling();
@@ -310,9 +326,10 @@ public final class KvEventFloodBenchmark {
 
         void print() {
             Histogram h = latency;
-            System.out.printf("  %-6s %8d %8.2f %8.2f %8.2f %8.2f  %6.2f %6.2f  %9s %8s %7s %5s %7s %7s %6s  %s%s%n",
-                    name, h.getTotalCount(), ms(h.getValueAtPercentile(50)), ms(h.getValueAtPercentile(99)),
-                    ms(h.getValueAtPercentile(99.9)), ms(h.getMaxValue()), proxyCores, publisherCores,
+            System.out.printf("  %-6s %8d %8.2f %8.2f %8.2f %8.2f  %6.2f %6.2f %6.2f %6.2f  %9s %8s %7s %5s %7s %7s %6s"
+                    + "  %s%s%n", name, h.getTotalCount(), ms(h.getValueAtPercentile(50)),
+                    ms(h.getValueAtPercentile(99)), ms(h.getValueAtPercentile(99.9)), ms(h.getMaxValue()), proxyCores,
+                    eventThreadsCores, gcCores, publisherCores,
                     delta("xpyd_kv_events_total"), delta("xpyd_kv_events_dropped_total"),
                     delta("xpyd_kv_event_messages_dropped_total"), delta("xpyd_kv_event_gaps_total"),
                     delta("xpyd_kv_event_resyncs_total"), maxSampled("xpyd_kv_event_lag_ms"),

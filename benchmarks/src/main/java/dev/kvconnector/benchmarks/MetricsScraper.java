@@ -60,7 +60,7 @@ final class MetricsScraper implements AutoCloseable {
             sampledMax.clear();
         }
         sampling = true;
-        sampler = Thread.ofPlatform().daemon().name("metrics-sampler").start(() -> {
+        sampler = Thread.ofPlatform().daemon().name("metrics-scraper").start(() -> {
             while (sampling) {
                 try {
                     Map<String, Double> m = scrape();

@@ -29,7 +29,7 @@ final class OpenLoopClients implements AutoCloseable {
         for (int c = 0; c < clients; c++) {
             long first = start + interval * c / clients;
             int client = c;
-            threads.add(Thread.ofPlatform().name("load-" + c).start(() -> {
+            threads.add(Thread.ofPlatform().name("open-loop-client-" + c).start(() -> {
                 RawHttpConnection conn = new RawHttpConnection(proxyAddr, reconnects);
                 try {
                     for (long i = 0; running; i++) {

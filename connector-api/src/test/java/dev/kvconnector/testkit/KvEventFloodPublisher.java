@@ -19,9 +19,9 @@ import java.util.concurrent.locks.LockSupport;
  * <ul>
  *   <li>{@code seed} stores chunks 0 to {@code window}-1: {@code SEEDED <next chunk>};</li>
  *   <li>{@code store HEX...} stores those hashes: {@code STORED <count>};</li>
- *   <li>{@code flood RATE MILLIS} publishes {@code RATE} events a second for {@code MILLIS} ms, a thousandth of
- *       {@code RATE} each millisecond, half of them stores of new chunks and half removals of the chunk stored
- *       {@code window} chunks before, so the live chunks stay the last {@code window}: {@code FLOODED <events offered>
+ *   <li>{@code flood RATE MILLIS} publishes {@code RATE} events a second (0 for none) for {@code MILLIS} ms, what
+ *       is due each millisecond, in pairs: a store of a new chunk and a removal of the chunk stored {@code window}
+ *       chunks before, so the live chunks stay the last {@code window}: {@code FLOODED <events offered>
  *       <events the publisher dropped in all> <elapsed ns> <next chunk>}, the live chunks being those below
  *       {@code next} and from {@code next - window}.</li>
  * </ul>
@@ -49,11 +49,15 @@ public final class KvEventFloodPublisher {
         this.window = window;
     }
 
-    /** Starts one in its own JVM: {@code args} as the class comment says. */
+    /**
+     * Starts one in its own JVM, with the arguments the class comment lists, and with C2 (a helper JVM otherwise runs
+     * C1 alone, which cannot publish 10^5 events a second on a loaded core).
+     */
     public static ChildJvm start(String instance, String medium, int chunkTokens, String rootHex, long window)
             throws IOException {
-        return new ChildJvm(ChildJvm.launch(KvEventFloodPublisher.class, List.of("-Xmx256m"), List.of(instance, medium,
-                Integer.toString(chunkTokens), rootHex, Long.toString(window))));
+        return new ChildJvm(ChildJvm.launch(KvEventFloodPublisher.class, List.of("-Xmx256m",
+                "-XX:TieredStopAtLevel=4"), List.of(instance, medium, Integer.toString(chunkTokens), rootHex,
+                Long.toString(window))));
     }
 
     /**
@@ -112,16 +116,16 @@ public final class KvEventFloodPublisher {
         if (next < window) {
             return "ERROR flood before seed: the window is not full";
         }
-        long pairsPerMilli = Math.max(1, perSecond / 2000);
         long start = System.nanoTime();
         long offered = 0;
         for (long ms = 1; ms <= millis; ms++) {
-            for (long k = 0; k < pairsPerMilli; k++) {
+            // Pairs owed by the end of this millisecond: any rate, 0 included (a control that floods nothing).
+            long due = perSecond * ms / 1000;
+            for (; offered + 2 <= due; offered += 2) {
                 stored(chunkHash(next));
                 publisher.onEvent(new KvEvent.Removed(1, sequence++, instance, medium, chunkHash(next - window),
                         RemovalReason.EVICTED));
                 next++;
-                offered += 2;
             }
             LockSupport.parkNanos(start + ms * 1_000_000L - System.nanoTime());
         }

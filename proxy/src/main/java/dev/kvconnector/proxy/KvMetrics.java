@@ -115,6 +115,11 @@ final class KvMetrics {
         }
     }
 
+    /** The most messages waiting at once, all engines together. */
+    long maxQueued() {
+        return maxQueuedMessages.get();
+    }
+
     void lag(long millis) {
         lastLagMillis.set(millis);
         maxLagMillis.accumulateAndGet(millis, Math::max);
