@@ -88,24 +88,30 @@ final class KvEventIngest implements AutoCloseable {
         return sub.replays() ? (from, each) -> sub.replay(from, REPLAY_TIMEOUT_MILLIS, each) : null;
     }
 
-    /** {@link #QUEUE_MESSAGES_PROP_NAME}, or its default; a value that is not an int fails naming the property. */
+    /** {@link #QUEUE_MESSAGES_PROP_NAME}, or its default; a value that is not from 1 to 2^31-1 fails naming it. */
     static int queueMessages() {
-        String v = System.getProperty(QUEUE_MESSAGES_PROP_NAME);
-        try {
-            return v == null ? QUEUE_MESSAGES_DEFAULT : Integer.parseInt(v.trim());
-        } catch (NumberFormatException e) {
-            throw new IllegalArgumentException(QUEUE_MESSAGES_PROP_NAME + "=" + v + " is not a number of messages");
-        }
+        return (int) property(QUEUE_MESSAGES_PROP_NAME, QUEUE_MESSAGES_DEFAULT, Integer.MAX_VALUE, "messages");
     }
 
-    /** {@link #QUEUE_BYTES_PROP_NAME}, or its default; a value that is not a long fails naming the property. */
+    /** {@link #QUEUE_BYTES_PROP_NAME}, or its default; a value that is not from 1 to 2^63-1 fails naming it. */
     static long queueBytes() {
-        String v = System.getProperty(QUEUE_BYTES_PROP_NAME);
-        try {
-            return v == null ? QUEUE_BYTES_DEFAULT : Long.parseLong(v.trim());
-        } catch (NumberFormatException e) {
-            throw new IllegalArgumentException(QUEUE_BYTES_PROP_NAME + "=" + v + " is not a number of bytes");
+        return property(QUEUE_BYTES_PROP_NAME, QUEUE_BYTES_DEFAULT, Long.MAX_VALUE, "bytes");
+    }
+
+    private static long property(String name, long defaultValue, long max, String unit) {
+        String v = System.getProperty(name);
+        if (v == null) {
+            return defaultValue;
         }
+        try {
+            long n = Long.parseLong(v.trim());
+            if (n >= 1 && n <= max) {
+                return n;
+            }
+        } catch (NumberFormatException e) {
+            // Named in the message below.
+        }
+        throw new IllegalArgumentException("-D" + name + "=" + v + " is not a number of " + unit + " from 1 to " + max);
     }
 
     /**

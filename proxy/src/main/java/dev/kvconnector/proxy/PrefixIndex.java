@@ -59,12 +59,15 @@ final class PrefixIndex {
             return -1;
         }
 
-        /** The free slot where {@code key}, absent, goes. */
-        int freeSlot(long mixed) {
+        /** Puts absent {@code key} in the first free slot of its run, with the masks given; returns the slot. */
+        int put(long key, long mixed, long localMask, long storeMask) {
             int i = (int) mixed & mask;
             while (local[i] != 0 || store[i] != 0) {
                 i = (i + 1) & mask;
             }
+            keys[i] = key;
+            local[i] = localMask;
+            store[i] = storeMask;
             return i;
         }
     }
@@ -108,6 +111,14 @@ final class PrefixIndex {
 
     /** {@link #stored(int, String, boolean)} by the hash's key. */
     void stored(int publisher, long key, boolean store) {
+        update(publisher, key, store, true);
+    }
+
+    /**
+     * Sets ({@code stored}) or clears {@code publisher}'s bit in {@code key}'s local or store mask under its stripe's
+     * write lock; an entry that gains its first bit is added, one that loses its last is removed.
+     */
+    private void update(int publisher, long key, boolean store, boolean stored) {
         long bit = 1L << publisher;
         long mixed = mix(key);
         Stripe s = stripe(mixed);
@@ -115,18 +126,29 @@ final class PrefixIndex {
         try {
             Table t = s.table;
             int i = t.find(key, mixed);
-            if (i < 0) {
-                if (s.size + 1 > (t.mask + 1) / 2) {
-                    t = grow(s, t);
+            if (stored) {
+                if (i < 0) {
+                    if (s.size + 1 > (t.mask + 1) / 2) {
+                        t = grow(s, t);
+                    }
+                    i = t.put(key, mixed, 0, 0);
+                    s.size++;
                 }
-                i = t.freeSlot(mixed);
-                t.keys[i] = key;
-                s.size++;
-            }
-            if (store) {
-                t.store[i] |= bit;
-            } else {
-                t.local[i] |= bit;
+                if (store) {
+                    t.store[i] |= bit;
+                } else {
+                    t.local[i] |= bit;
+                }
+            } else if (i >= 0) {
+                if (store) {
+                    t.store[i] = 0;
+                } else {
+                    t.local[i] &= ~bit;
+                }
+                if (t.local[i] == 0 && t.store[i] == 0) {
+                    shiftBack(t, i);
+                    s.size--;
+                }
             }
         } finally {
             s.lock.unlockWrite(stamp);
@@ -137,10 +159,7 @@ final class PrefixIndex {
         Table bigger = new Table(2 * (t.mask + 1));
         for (int i = 0; i <= t.mask; i++) {
             if (t.local[i] != 0 || t.store[i] != 0) {
-                int j = bigger.freeSlot(mix(t.keys[i]));
-                bigger.keys[j] = t.keys[i];
-                bigger.local[j] = t.local[i];
-                bigger.store[j] = t.store[i];
+                bigger.put(t.keys[i], mix(t.keys[i]), t.local[i], t.store[i]);
             }
         }
         s.table = bigger;
@@ -157,27 +176,7 @@ final class PrefixIndex {
 
     /** {@link #removed(int, String, boolean)} by the hash's key. */
     void removed(int publisher, long key, boolean store) {
-        long mixed = mix(key);
-        Stripe s = stripe(mixed);
-        long stamp = s.lock.writeLock();
-        try {
-            Table t = s.table;
-            int i = t.find(key, mixed);
-            if (i < 0) {
-                return;
-            }
-            if (store) {
-                t.store[i] = 0;
-            } else {
-                t.local[i] &= ~(1L << publisher);
-            }
-            if (t.local[i] == 0 && t.store[i] == 0) {
-                shiftBack(t, i);
-                s.size--;
-            }
-        } finally {
-            s.lock.unlockWrite(stamp);
-        }
+        update(publisher, key, store, false);
     }
 
     /**
@@ -214,10 +213,7 @@ final class PrefixIndex {
                     long local = t.local[i] & keep;
                     long store = t.store[i] & keep;
                     if (local != 0 || store != 0) {
-                        int j = kept.freeSlot(mix(t.keys[i]));
-                        kept.keys[j] = t.keys[i];
-                        kept.local[j] = local;
-                        kept.store[j] = store;
+                        kept.put(t.keys[i], mix(t.keys[i]), local, store);
                         size++;
                     }
                 }

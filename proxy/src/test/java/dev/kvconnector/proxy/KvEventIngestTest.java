@@ -1,6 +1,7 @@
 package dev.kvconnector.proxy;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.kvconnector.events.KvEvent;
@@ -88,6 +89,28 @@ class KvEventIngestTest {
                 awaitTrue(() -> ingest.queued() == 0, "the queue drained");
             }
         }
+    }
+
+    @Test
+    void aQueueBoundThatIsNotAPositiveNumberFailsNamingItsProperty() {
+        for (String bad : new String[] {"0", "-5", "lots", "3000000000"}) {
+            System.setProperty(KvEventIngest.QUEUE_MESSAGES_PROP_NAME, bad);
+            try {
+                IllegalArgumentException e = assertThrows(IllegalArgumentException.class, KvEventIngest::queueMessages);
+                assertTrue(e.getMessage().contains(KvEventIngest.QUEUE_MESSAGES_PROP_NAME + "=" + bad),
+                        e.getMessage());
+            } finally {
+                System.clearProperty(KvEventIngest.QUEUE_MESSAGES_PROP_NAME);
+            }
+        }
+        System.setProperty(KvEventIngest.QUEUE_BYTES_PROP_NAME, "1MiB");
+        try {
+            assertThrows(IllegalArgumentException.class, KvEventIngest::queueBytes);
+        } finally {
+            System.clearProperty(KvEventIngest.QUEUE_BYTES_PROP_NAME);
+        }
+        assertEquals(KvEventIngest.QUEUE_MESSAGES_DEFAULT, KvEventIngest.queueMessages());
+        assertEquals(KvEventIngest.QUEUE_BYTES_DEFAULT, KvEventIngest.queueBytes());
     }
 
     private static void awaitTrue(BooleanSupplier condition, String what) throws InterruptedException {
