@@ -148,12 +148,15 @@ final class KvEventIngest implements AutoCloseable {
 
     private void offer(ZmqKvEventSubscriber.Frames f) {
         long bytes = f.payload().length;
-        // A message larger than the byte bound still goes into an empty queue, so that it is not dropped forever.
-        if ((queuedBytes.get() + bytes <= maxBytes || queue.isEmpty()) && queue.offer(f)) {
-            queuedBytes.addAndGet(bytes);
-            metrics.queued(1);
+        // Counted in before it is offered, so that the apply thread never counts it out first. A message larger than
+        // the byte bound still goes into an empty queue, so that it is not dropped forever.
+        queuedBytes.addAndGet(bytes);
+        metrics.queued(1);
+        if ((queuedBytes.get() <= maxBytes || queue.isEmpty()) && queue.offer(f)) {
             return;
         }
+        queuedBytes.addAndGet(-bytes);
+        metrics.queued(-1);
         metrics.messagesDropped.increment();
         metrics.eventsDropped.add(Math.max(0, KvEventReader.countEvents(f.payload())));
     }
