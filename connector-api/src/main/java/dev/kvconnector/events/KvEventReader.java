@@ -16,6 +16,9 @@ import java.util.Objects;
  *
  * <p>{@link #read} takes a whole message or nothing: a malformed one throws, and the reader then holds no message.
  * Not thread-safe: one per reading thread; what it returns describes the last message read, until the next.
+ *
+ * <p>Over 400 lines because it is one parser, of both of vLLM's forms (array-like structs and maps), writing into the
+ * arrays it reuses; split up, each part would reach into the same arrays.
  */
 public final class KvEventReader {
     /** What an event says, as vLLM's tags do. */
