@@ -3,22 +3,14 @@ package dev.kvconnector.benchmarks;
 import dev.kvconnector.proxy.ProxyConfig;
 import dev.kvconnector.proxy.ProxyFlow;
 import dev.kvconnector.proxy.XpydProxy;
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.InputStreamReader;
-import java.io.OutputStream;
 import java.lang.management.ManagementFactory;
-import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.Socket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -202,10 +194,8 @@ public final class ProxyLoadTest {
     /** What the proxy's V0 flow sends P: the client's request with {@code max_tokens=1}, still streamed. */
     private static final String PREFILL_BODY = "{\"model\":\"" + MODEL + "\",\"prompt\":\"the quick brown fox\","
             + "\"max_tokens\":1,\"stream\":true}";
-    private static final byte[] DONE = "data: [DONE]\n\n".getBytes(StandardCharsets.US_ASCII);
     /** The field of D's last event that carries the nanoseconds D spent pacing that stream. */
     private static final byte[] PACED_FIELD = "\"paced_ns\":".getBytes(StandardCharsets.US_ASCII);
-    private static final String READY = "READY";
     /**
      * The collector of the load client's and the instances' JVMs: with G1 their young pauses (5-45 ms in the
      * instances, 100-375 ms in the client when it kept a histogram per client) stalled both sides' streams.
@@ -286,26 +276,27 @@ public final class ProxyLoadTest {
                 jdkClient ? "JDK HttpClient" : "raw socket", perClient,
                 minRequests, rounds, concurrentControl ? "each with as many direct clients running beside the proxied"
                         : "alternating direct and proxied",
-                Runtime.getRuntime().availableProcessors(), loadAverage());
+                Runtime.getRuntime().availableProcessors(), Machine.loadAverage());
         String proxyCpus = pin ? pinHarness() : null;
-        Child instances = Child.start(null, List.of(HARNESS_GC), "instances", Long.toString(tokenMillis));
-        List<Child> proxies = new ArrayList<>();
+        BenchmarkChild instances = child(null, CLASS_PATH, List.of(HARNESS_GC), "instances",
+                Long.toString(tokenMillis));
+        List<BenchmarkChild> proxies = new ArrayList<>();
         boolean missed = false;
         try {
-            String pAddr = "127.0.0.1:" + instances.ports[0];
-            String dAddr = "127.0.0.1:" + instances.ports[1];
-            proxies.add(Child.start(proxyCpus, proxyJvmArgs(), "proxy", pAddr, dAddr));
+            String pAddr = "127.0.0.1:" + instances.port(0);
+            String dAddr = "127.0.0.1:" + instances.port(1);
+            proxies.add(child(proxyCpus, CLASS_PATH, proxyJvmArgs(), "proxy", pAddr, dAddr));
             List<String> names = new ArrayList<>(List.of("direct (P then D):", "proxied:"));
             if (relay) {
-                proxies.add(Child.start(proxyCpus, proxyJvmArgs(), "relay", pAddr, dAddr));
+                proxies.add(child(proxyCpus, CLASS_PATH, proxyJvmArgs(), "relay", pAddr, dAddr));
                 names.add("event-loop relay:");
             }
             if (baselineJar != null) {
-                proxies.add(Child.start(proxyCpus, baselineJar, proxyJvmArgs(), "proxy",
+                proxies.add(child(proxyCpus, baselineJar, proxyJvmArgs(), "proxy",
                         pAddr, dAddr));
                 names.add("baseline proxy:");
             }
-            List<String> proxyAddrs = proxies.stream().map(c -> "127.0.0.1:" + c.ports[0]).toList();
+            List<String> proxyAddrs = proxies.stream().map(c -> "127.0.0.1:" + c.port(0)).toList();
             int maxClients = Arrays.stream(levels).max().orElseThrow();
             try (Load load = jdkClient ? new JdkLoad(pAddr, dAddr, proxyAddrs) : new RawLoad(maxClients, pAddr, dAddr,
                     proxyAddrs); StallMeter stalls = new StallMeter()) {
@@ -344,11 +335,11 @@ public final class ProxyLoadTest {
                     }
                     missed |= report(clients, direct, through, names) && clients >= 200;
                 }
-                System.out.printf("load average after: %s; client reconnects: %d%n", loadAverage(),
+                System.out.printf("load average after: %s; client reconnects: %d%n", Machine.loadAverage(),
                         load.reconnects());
             }
         } finally {
-            for (Child c : proxies) {
+            for (BenchmarkChild c : proxies) {
                 c.close();
             }
             instances.close();
@@ -391,17 +382,17 @@ public final class ProxyLoadTest {
      * alone). The client's and the instances' CPU is split over the lanes by their requests.
      */
     private static void measure(Load load, int clients, int perClient, int[] lanes, long spreadNanos, Result[] into,
-                                Child instances, Child proxy, StallMeter stalls) throws Exception {
+                                BenchmarkChild instances, BenchmarkChild proxy, StallMeter stalls) throws Exception {
         stalls.interval();
-        long c0 = cpuNanos(ProcessHandle.current());
-        long i0 = cpuNanos(instances.process.toHandle());
-        long p0 = cpuNanos(proxy.process.toHandle());
+        long c0 = Machine.cpuNanos(ProcessHandle.current());
+        long i0 = Machine.cpuNanos(instances.process.toHandle());
+        long p0 = Machine.cpuNanos(proxy.process.toHandle());
         long t0 = System.nanoTime();
         Histogram[][] h = runPhase(load, clients, perClient, lanes, spreadNanos);
         long wall = System.nanoTime() - t0;
-        long clientCpu = cpuNanos(ProcessHandle.current()) - c0;
-        long instancesCpu = cpuNanos(instances.process.toHandle()) - i0;
-        long proxyCpu = cpuNanos(proxy.process.toHandle()) - p0;
+        long clientCpu = Machine.cpuNanos(ProcessHandle.current()) - c0;
+        long instancesCpu = Machine.cpuNanos(instances.process.toHandle()) - i0;
+        long proxyCpu = Machine.cpuNanos(proxy.process.toHandle()) - p0;
         double maxStall = ms(stalls.interval().getMaxValue());
         long total = 0;
         for (Histogram[] lane : h) {
@@ -426,7 +417,7 @@ public final class ProxyLoadTest {
 
     /** Prints one concurrency's result; returns true when the proxy (the first side) misses a goal. */
     private static boolean report(int clients, Result[] direct, Result[] through, List<String> names) {
-        System.out.printf("%d concurrent clients (load average %s)%n", clients, loadAverage());
+        System.out.printf("%d concurrent clients (load average %s)%n", clients, Machine.loadAverage());
         boolean missed = false;
         for (int k = 0; k < through.length; k++) {
             Result control = direct[Math.min(k, direct.length - 1)];
@@ -564,19 +555,6 @@ public final class ProxyLoadTest {
         return nanos / 1e6;
     }
 
-    private static long cpuNanos(ProcessHandle p) {
-        return p.info().totalCpuDuration().orElseThrow(() -> new IllegalStateException(
-                "the OS reports no CPU time for process " + p.pid())).toNanos();
-    }
-
-    private static String loadAverage() {
-        try {
-            return Files.readString(Path.of("/proc/loadavg")).trim();
-        } catch (IOException e) {
-            return "unknown";
-        }
-    }
-
     /** The proxy JVMs' options: {@code proxyload.proxyJvmArgs}, else those the {@code kvctl} launcher gives. */
     private static List<String> proxyJvmArgs() {
         String s = System.getProperty("proxyload.proxyJvmArgs", KVCTL_JVM_ARGS);
@@ -623,33 +601,45 @@ public final class ProxyLoadTest {
 
     /** Blocking HTTP/1.1 on one keep-alive socket per client and target: the lightest client the JDK allows. */
     private static final class RawLoad implements Load {
-        private final RawConnection[] toP;
-        private final RawConnection[] toD;
-        private final RawConnection[][] toProxy;
+        private final RawHttpConnection[] toP;
+        private final RawHttpConnection[] toD;
+        private final RawHttpConnection[][] toProxy;
+        private final byte[] pRequest;
+        private final byte[] dRequest;
+        private final byte[][] proxyRequests;
         private final AtomicLong reconnects = new AtomicLong();
 
         RawLoad(int clients, String p, String d, List<String> proxies) {
-            toP = new RawConnection[clients];
-            toD = new RawConnection[clients];
-            toProxy = new RawConnection[proxies.size()][clients];
+            toP = new RawHttpConnection[clients];
+            toD = new RawHttpConnection[clients];
+            toProxy = new RawHttpConnection[proxies.size()][clients];
+            pRequest = RawHttpConnection.completion(p, PREFILL_BODY);
+            dRequest = RawHttpConnection.completion(d, BODY);
+            proxyRequests = proxies.stream().map(x -> RawHttpConnection.completion(x, BODY)).toArray(byte[][]::new);
             for (int c = 0; c < clients; c++) {
-                toP[c] = new RawConnection(p, PREFILL_BODY, reconnects);
-                toD[c] = new RawConnection(d, BODY, reconnects);
+                toP[c] = new RawHttpConnection(p, reconnects);
+                toD[c] = new RawHttpConnection(d, reconnects);
                 for (int k = 0; k < proxies.size(); k++) {
-                    toProxy[k][c] = new RawConnection(proxies.get(k), BODY, reconnects);
+                    toProxy[k][c] = new RawHttpConnection(proxies.get(k), reconnects);
                 }
             }
         }
 
         @Override
         public long direct(int client) throws IOException {
-            toP[client].exchange(true);
-            return toD[client].exchange(true);
+            toP[client].exchange(pRequest, true);
+            return paced(toD[client], dRequest);
         }
 
         @Override
         public long proxied(int proxy, int client) throws IOException {
-            return toProxy[proxy][client].exchange(true);
+            return paced(toProxy[proxy][client], proxyRequests[proxy]);
+        }
+
+        /** Streams {@code request} and returns D's pacing of the stream, from its last event. */
+        private static long paced(RawHttpConnection c, byte[] request) throws IOException {
+            c.exchange(request, true);
+            return pacedNanos(c.body(), c.bodyLength(), c.hostPort());
         }
 
         @Override
@@ -659,192 +649,12 @@ public final class ProxyLoadTest {
 
         @Override
         public void close() {
-            List<RawConnection[]> all = new ArrayList<>(List.of(toP, toD));
+            List<RawHttpConnection[]> all = new ArrayList<>(List.of(toP, toD));
             all.addAll(Arrays.asList(toProxy));
-            for (RawConnection[] cs : all) {
-                for (RawConnection c : cs) {
+            for (RawHttpConnection[] cs : all) {
+                for (RawHttpConnection c : cs) {
                     c.close();
                 }
-            }
-        }
-    }
-
-    /**
-     * One keep-alive HTTP/1.1 connection that posts the same request again and again and reads the answer
-     * (Content-Length or chunked) into a reused buffer, checking the status and, for streams, the final
-     * {@code [DONE]} event. A connection the server closed while idle is reopened once and counted.
-     */
-    private static final class RawConnection {
-        private final String hostPort;
-        private final InetSocketAddress address;
-        private final byte[] request;
-        private final AtomicLong reconnects;
-        private final byte[] in = new byte[16 << 10];
-        private int pos;
-        private int limit;
-        private byte[] body = new byte[4096];
-        private int bodyLength;
-        private Socket socket;
-        private InputStream input;
-        private OutputStream output;
-
-        RawConnection(String hostPort, String json, AtomicLong reconnects) {
-            this.hostPort = hostPort;
-            int colon = hostPort.lastIndexOf(':');
-            this.address = new InetSocketAddress(hostPort.substring(0, colon),
-                    Integer.parseInt(hostPort.substring(colon + 1)));
-            byte[] payload = json.getBytes(StandardCharsets.UTF_8);
-            byte[] head = ("POST /v1/completions HTTP/1.1\r\nHost: " + hostPort
-                    + "\r\nContent-Type: application/json\r\nContent-Length: " + payload.length + "\r\n\r\n")
-                    .getBytes(StandardCharsets.US_ASCII);
-            this.request = Arrays.copyOf(head, head.length + payload.length);
-            System.arraycopy(payload, 0, request, head.length, payload.length);
-            this.reconnects = reconnects;
-        }
-
-        /** Returns D's pacing of a stream, from its last event; 0 for an answer that is not streamed. */
-        long exchange(boolean stream) throws IOException {
-            boolean fresh = socket == null;
-            if (fresh) {
-                open();
-            }
-            try {
-                output.write(request);
-                output.flush();
-                if (!fill()) {
-                    throw new IOException("closed before the answer");
-                }
-            } catch (IOException e) {
-                if (fresh) {
-                    throw new IOException(hostPort + ": " + e.getMessage(), e);
-                }
-                // The server dropped the idle keep-alive connection: no byte of an answer came, so send again.
-                reconnects.incrementAndGet();
-                open();
-                output.write(request);
-                output.flush();
-            }
-            readAnswer(stream);
-            return stream ? pacedNanos(body, bodyLength, hostPort) : 0;
-        }
-
-        private void open() throws IOException {
-            close();
-            Socket s = new Socket();
-            s.setTcpNoDelay(true);
-            s.connect(address, 5000);
-            socket = s;
-            input = s.getInputStream();
-            output = s.getOutputStream();
-            pos = 0;
-            limit = 0;
-        }
-
-        private void readAnswer(boolean stream) throws IOException {
-            String status = line();
-            if (!status.startsWith("HTTP/1.1 200")) {
-                throw new IOException(hostPort + " answered " + status);
-            }
-            long contentLength = -1;
-            boolean chunked = false;
-            boolean closeAfter = false;
-            for (String h = line(); !h.isEmpty(); h = line()) {
-                int colon = h.indexOf(':');
-                String name = h.substring(0, colon).trim();
-                String value = h.substring(colon + 1).trim();
-                if (name.equalsIgnoreCase("Content-Length")) {
-                    contentLength = Long.parseLong(value);
-                } else if (name.equalsIgnoreCase("Transfer-Encoding")) {
-                    chunked = value.equalsIgnoreCase("chunked");
-                } else if (name.equalsIgnoreCase("Connection")) {
-                    closeAfter = value.equalsIgnoreCase("close");
-                }
-            }
-            bodyLength = 0;
-            if (chunked) {
-                for (int size = chunkSize(); size > 0; size = chunkSize()) {
-                    readBody(size);
-                    line();
-                }
-                line();
-            } else if (contentLength >= 0) {
-                readBody((int) contentLength);
-            } else {
-                throw new IOException(hostPort + " answered with neither Content-Length nor chunked encoding");
-            }
-            if (stream && !endsWithDone()) {
-                throw new IOException(hostPort + " streamed an answer without the final [DONE] event");
-            }
-            if (closeAfter) {
-                close();
-            }
-        }
-
-        private int chunkSize() throws IOException {
-            return Integer.parseInt(line().trim(), 16);
-        }
-
-        private boolean endsWithDone() {
-            return bodyLength >= DONE.length
-                    && Arrays.equals(body, bodyLength - DONE.length, bodyLength, DONE, 0, DONE.length);
-        }
-
-        private void readBody(int n) throws IOException {
-            if (bodyLength + n > body.length) {
-                body = Arrays.copyOf(body, Math.max(body.length * 2, bodyLength + n));
-            }
-            while (n > 0) {
-                if (pos == limit && !fill()) {
-                    throw new IOException(hostPort + " closed the connection mid-body");
-                }
-                int k = Math.min(n, limit - pos);
-                System.arraycopy(in, pos, body, bodyLength, k);
-                pos += k;
-                bodyLength += k;
-                n -= k;
-            }
-        }
-
-        private String line() throws IOException {
-            StringBuilder sb = new StringBuilder(64);
-            while (true) {
-                if (pos == limit && !fill()) {
-                    throw new IOException(hostPort + " closed the connection mid-answer");
-                }
-                byte b = in[pos++];
-                if (b == '\n') {
-                    int len = sb.length();
-                    if (len > 0 && sb.charAt(len - 1) == '\r') {
-                        sb.setLength(len - 1);
-                    }
-                    return sb.toString();
-                }
-                sb.append((char) b);
-            }
-        }
-
-        /** Reads more bytes; false at the end of the stream. */
-        private boolean fill() throws IOException {
-            if (pos < limit) {
-                return true;
-            }
-            int n = input.read(in, 0, in.length);
-            if (n <= 0) {
-                return false;
-            }
-            pos = 0;
-            limit = n;
-            return true;
-        }
-
-        void close() {
-            if (socket != null) {
-                try {
-                    socket.close();
-                } catch (IOException ignored) {
-                    // Closing a loopback socket the test is done with: nothing left to lose.
-                }
-                socket = null;
             }
         }
     }
@@ -907,87 +717,34 @@ public final class ProxyLoadTest {
 
     // ---- child JVMs ------------------------------------------------------------------------------
 
-    /** A child JVM of this class, which prints its ports on one line and runs until its stdin closes. */
-    private static final class Child implements AutoCloseable {
-        final Process process;
-        final int[] ports;
+    private static final String CLASS_PATH = System.getProperty("java.class.path");
 
-        private Child(Process process, int[] ports) {
-            this.process = process;
-            this.ports = ports;
-        }
-
-        /** A child JVM of {@code ProxyLoadTest}, on the CPUs {@code cpus} (a {@code taskset} list) unless null. */
-        static Child start(String cpus, List<String> jvmArgs, String... args) throws IOException {
-            return start(cpus, System.getProperty("java.class.path"), jvmArgs, args);
-        }
-
-        /** A child JVM of {@code ProxyLoadTest} on {@code classPath}: another build's jar, for a baseline. */
-        static Child start(String cpus, String classPath, List<String> jvmArgs, String... args) throws IOException {
-            List<String> cmd = new ArrayList<>();
-            if (cpus != null) {
-                cmd.addAll(List.of("taskset", "-c", cpus));
-            }
-            cmd.add(ProcessHandle.current().info().command().orElse(Path.of(System.getProperty("java.home"), "bin",
-                    "java").toString()));
-            cmd.add("--enable-native-access=ALL-UNNAMED");
-            cmd.addAll(jvmArgs);
-            cmd.add("-cp");
-            cmd.add(classPath);
-            cmd.add(ProxyLoadTest.class.getName());
-            cmd.addAll(List.of(args));
-            Process p = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
-            BufferedReader out = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
-            String line = out.readLine();
-            while (line != null && !line.startsWith(READY + " ")) {
-                // The JVM's own messages (a flight recording starting) come first.
-                System.err.println(line);
-                line = out.readLine();
-            }
-            if (line == null) {
-                p.destroyForcibly();
-                throw new IOException("child JVM " + String.join(" ", args) + " exited before printing its ports");
-            }
-            return new Child(p, Arrays.stream(line.substring(READY.length() + 1).split(" "))
-                    .mapToInt(Integer::parseInt).toArray());
-        }
-
-        @Override
-        public void close() throws InterruptedException, IOException {
-            process.getOutputStream().close();
-            if (!process.waitFor(10, java.util.concurrent.TimeUnit.SECONDS)) {
-                process.destroyForcibly();
-            }
-        }
-    }
-
-    private static void awaitParentGone() throws IOException {
-        System.out.flush();
-        while (System.in.read() >= 0) {
-            // Runs until the parent closes this JVM's stdin.
-        }
+    /** A child JVM of this class (on {@code classPath}: another build's jar for a baseline) in mode {@code args}. */
+    private static BenchmarkChild child(String cpus, String classPath, List<String> jvmArgs, String... args)
+            throws IOException {
+        return BenchmarkChild.start(ProxyLoadTest.class, cpus, classPath, jvmArgs, args);
     }
 
     private static void serveInstances(long tokenMillis) throws Exception {
         try (LoadInstance p = new LoadInstance(0); LoadInstance d = new LoadInstance(tokenMillis)) {
-            System.out.println(READY + " " + p.port() + " " + d.port());
-            awaitParentGone();
+            System.out.println(BenchmarkChild.READY + " " + p.port() + " " + d.port());
+            BenchmarkChild.awaitParentGone();
         }
     }
 
     private static void serveProxy(String pAddr, String dAddr) throws IOException {
         try (XpydProxy proxy = new XpydProxy(ProxyConfig.builder(MODEL).port(0).bindHost("127.0.0.1").prefill(pAddr)
                 .decode(dAddr).flow(ProxyFlow.V0).build()).start()) {
-            System.out.println(READY + " " + proxy.port());
-            awaitParentGone();
+            System.out.println(BenchmarkChild.READY + " " + proxy.port());
+            BenchmarkChild.awaitParentGone();
         }
     }
 
     private static void serveRelay(String pAddr, String dAddr) throws Exception {
         try (EventLoopRelay relay = new EventLoopRelay(socketAddress(pAddr), socketAddress(dAddr),
                 Runtime.getRuntime().availableProcessors())) {
-            System.out.println(READY + " " + relay.port());
-            awaitParentGone();
+            System.out.println(BenchmarkChild.READY + " " + relay.port());
+            BenchmarkChild.awaitParentGone();
         }
     }
 

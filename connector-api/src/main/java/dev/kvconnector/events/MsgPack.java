@@ -124,13 +124,35 @@ final class MsgPack {
     /** The kinds of value {@link Reader#peek()} tells apart. */
     enum Kind { NIL, BOOLEAN, INTEGER, FLOAT, STRING, BINARY, ARRAY, MAP }
 
-    /** Reads values from a byte array, checking every length against what is left. Not thread-safe. */
+    /**
+     * Reads values from a byte array, checking every length against what is left; strings and binaries can be read in
+     * place ({@link #stringBytes}, {@link #binaryBytes}), so reading allocates nothing unless a {@link String} or a
+     * copy is asked for. Not thread-safe; {@link #reset} reuses it for the next array.
+     */
     static final class Reader {
-        private final byte[] buf;
+        private byte[] buf;
         private int pos;
+        private int spanStart;
 
         Reader(byte[] buf) {
             this.buf = buf;
+        }
+
+        /** Reads {@code next} from its start on. */
+        Reader reset(byte[] next) {
+            buf = next;
+            pos = 0;
+            return this;
+        }
+
+        /** The array being read, where {@link #spanStart()} points. */
+        byte[] buffer() {
+            return buf;
+        }
+
+        /** Where the bytes of the last string or binary read in place begin in {@link #buffer()}. */
+        int spanStart() {
+            return spanStart;
         }
 
         boolean atEnd() {
@@ -246,6 +268,12 @@ final class MsgPack {
         }
 
         String string() throws MalformedEventException {
+            int n = stringBytes();
+            return new String(buf, spanStart, n, StandardCharsets.UTF_8);
+        }
+
+        /** Reads a string in place: returns its length in bytes, which start at {@link #spanStart()}. */
+        int stringBytes() throws MalformedEventException {
             int b = u8();
             long n;
             if (b >= 0xa0 && b <= 0xbf) {
@@ -260,13 +288,21 @@ final class MsgPack {
                 throw new MalformedEventException("expected a string at offset " + (pos - 1) + ", found 0x"
                         + Integer.toHexString(b));
             }
-            need(n);
-            String s = new String(buf, pos, (int) n, StandardCharsets.UTF_8);
-            pos += (int) n;
-            return s;
+            return span(n);
+        }
+
+        /** Whether the string just read in place ({@link #stringBytes}, {@code n} bytes) is {@code ascii}'s bytes. */
+        boolean spanIs(int n, byte[] ascii) {
+            return Arrays.equals(buf, spanStart, spanStart + n, ascii, 0, ascii.length);
         }
 
         byte[] binary() throws MalformedEventException {
+            int n = binaryBytes();
+            return Arrays.copyOfRange(buf, spanStart, spanStart + n);
+        }
+
+        /** Reads a binary in place: returns its length in bytes, which start at {@link #spanStart()}. */
+        int binaryBytes() throws MalformedEventException {
             int b = u8();
             long n = switch (b) {
                 case 0xc4 -> be(1);
@@ -275,10 +311,14 @@ final class MsgPack {
                 default -> throw new MalformedEventException("expected binary at offset " + (pos - 1) + ", found 0x"
                         + Integer.toHexString(b));
             };
+            return span(n);
+        }
+
+        private int span(long n) throws MalformedEventException {
             need(n);
-            byte[] out = Arrays.copyOfRange(buf, pos, pos + (int) n);
+            spanStart = pos;
             pos += (int) n;
-            return out;
+            return (int) n;
         }
 
         /** Skips one value of any supported kind, nested ones included (at most 32 deep). */
@@ -312,8 +352,8 @@ final class MsgPack {
                 case NIL, BOOLEAN -> pos++;
                 case INTEGER -> integer();
                 case FLOAT -> number();
-                case STRING -> string();
-                case BINARY -> binary();
+                case STRING -> stringBytes();
+                case BINARY -> binaryBytes();
                 case ARRAY -> {
                     for (int i = arrayHeader(); i > 0; i--) {
                         skip(depth + 1);

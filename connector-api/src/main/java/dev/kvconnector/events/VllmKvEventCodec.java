@@ -2,13 +2,13 @@ package dev.kvconnector.events;
 
 import dev.kvconnector.connector.MissReason;
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
 
 /**
- * vLLM's KV-event wire format ({@code vllm/distributed/kv_events.py}), the one place that writes and reads it: the
- * publisher ({@link ZmqKvEventPublisher}) and every subscriber (the proxy's) use this class.
+ * vLLM's KV-event wire format ({@code vllm/distributed/kv_events.py}), the one place that writes it, and with
+ * {@link KvEventReader} (its payload reader) the one that reads it: the publisher ({@link ZmqKvEventPublisher}) and
+ * every subscriber (the proxy's) use these two.
  *
  * <p>A message is three ZMQ frames: the topic, the batch's sequence number (8 bytes, big-endian) and the payload, a
  * msgpack {@code KVEventBatch}. The payload is written as vLLM's array-like structs (the form vLLM 0.9 to 0.11 and
@@ -134,173 +134,13 @@ public final class VllmKvEventCodec {
 
     /**
      * Decodes one message from {@code instance}: its three frames. Every decoded event carries the batch's epoch
-     * and sequence.
+     * and sequence. A subscriber that takes many messages a second reads them with a {@link KvEventReader} instead,
+     * which this uses once.
      */
     public static KvEventBatch decode(String instance, byte[] topicFrame, byte[] sequenceFrame, byte[] payload)
             throws MalformedEventException {
-        KvEventSource source = parseTopic(instance, topicFrame);
-        long seq = readSequence(sequenceFrame);
-        if (payload == null) {
-            throw new MalformedEventException("no payload frame");
-        }
-        MsgPack.Reader r = new MsgPack.Reader(payload);
-        double ts = 0;
-        List<KvEvent> events = new ArrayList<>();
-        if (r.peek() == MsgPack.Kind.MAP) {
-            boolean sawEvents = false;
-            for (int i = r.mapHeader(); i > 0; i--) {
-                switch (r.string()) {
-                    case "ts" -> ts = r.number();
-                    case "events" -> {
-                        sawEvents = true;
-                        events(r, instance, source.epoch(), seq, events);
-                    }
-                    default -> r.skip();
-                }
-            }
-            if (!sawEvents) {
-                throw new MalformedEventException("batch without events");
-            }
-        } else {
-            int fields = r.arrayHeader();
-            if (fields < 2) {
-                throw new MalformedEventException("batch of " + fields + " fields (need ts and events)");
-            }
-            ts = r.number();
-            events(r, instance, source.epoch(), seq, events);
-            for (int i = 2; i < fields; i++) {
-                r.skip();
-            }
-        }
-        if (!r.atEnd()) {
-            throw new MalformedEventException("bytes after the batch");
-        }
-        return new KvEventBatch(source, seq, ts, events);
-    }
-
-    private static void events(MsgPack.Reader r, String instance, long epoch, long seq, List<KvEvent> out)
-            throws MalformedEventException {
-        for (int i = r.arrayHeader(); i > 0; i--) {
-            if (r.peek() == MsgPack.Kind.MAP) {
-                mapEvent(r, instance, epoch, seq, out);
-            } else {
-                arrayEvent(r, instance, epoch, seq, out);
-            }
-        }
-    }
-
-    private static void arrayEvent(MsgPack.Reader r, String instance, long epoch, long seq, List<KvEvent> out)
-            throws MalformedEventException {
-        int fields = r.arrayHeader();
-        if (fields < 1) {
-            throw new MalformedEventException("event without a tag");
-        }
-        String tag = r.string();
-        int read = 1;
-        switch (tag) {
-            case "BlockStored" -> {
-                if (fields < 5) {
-                    throw new MalformedEventException("BlockStored of " + fields + " fields (need at least 5)");
-                }
-                List<String> hashes = hashes(r);
-                String parent = r.tryNil() ? null : hash(r);
-                r.skip();
-                int blockSize = (int) r.integer();
-                read = 5;
-                String medium = null;
-                if (fields >= 7) {
-                    r.skip();
-                    medium = r.tryNil() ? null : r.string();
-                    read = 7;
-                }
-                stored(hashes, parent, blockSize, medium, instance, epoch, seq, out);
-            }
-            case "BlockRemoved" -> {
-                if (fields < 2) {
-                    throw new MalformedEventException("BlockRemoved without hashes");
-                }
-                List<String> hashes = hashes(r);
-                String medium = null;
-                read = 2;
-                if (fields >= 3) {
-                    medium = r.tryNil() ? null : r.string();
-                    read = 3;
-                }
-                for (String h : hashes) {
-                    out.add(new KvEvent.Removed(epoch, seq, instance, medium, h, RemovalReason.REMOVED));
-                }
-            }
-            case "AllBlocksCleared" -> out.add(new KvEvent.AllCleared(epoch, seq, instance));
-            default -> throw new MalformedEventException("unknown event tag '" + tag + "'");
-        }
-        for (int i = read; i < fields; i++) {
-            r.skip();
-        }
-    }
-
-    private static void mapEvent(MsgPack.Reader r, String instance, long epoch, long seq, List<KvEvent> out)
-            throws MalformedEventException {
-        String tag = null;
-        List<String> hashes = null;
-        String parent = null;
-        String medium = null;
-        int blockSize = -1;
-        for (int i = r.mapHeader(); i > 0; i--) {
-            switch (r.string()) {
-                case "type" -> tag = r.string();
-                case "block_hashes" -> hashes = hashes(r);
-                case "parent_block_hash" -> parent = r.tryNil() ? null : hash(r);
-                case "block_size" -> blockSize = (int) r.integer();
-                case "medium" -> medium = r.tryNil() ? null : r.string();
-                default -> r.skip();
-            }
-        }
-        if (tag == null) {
-            throw new MalformedEventException("event without a type");
-        }
-        switch (tag) {
-            case "BlockStored" -> {
-                if (hashes == null || blockSize < 0) {
-                    throw new MalformedEventException("BlockStored without block_hashes or block_size");
-                }
-                stored(hashes, parent, blockSize, medium, instance, epoch, seq, out);
-            }
-            case "BlockRemoved" -> {
-                if (hashes == null) {
-                    throw new MalformedEventException("BlockRemoved without block_hashes");
-                }
-                for (String h : hashes) {
-                    out.add(new KvEvent.Removed(epoch, seq, instance, medium, h, RemovalReason.REMOVED));
-                }
-            }
-            case "AllBlocksCleared" -> out.add(new KvEvent.AllCleared(epoch, seq, instance));
-            default -> throw new MalformedEventException("unknown event type '" + tag + "'");
-        }
-    }
-
-    private static void stored(List<String> hashes, String parent, int blockSize, String medium, String instance,
-                               long epoch, long seq, List<KvEvent> out) {
-        String previous = parent;
-        for (String h : hashes) {
-            out.add(new KvEvent.Stored(epoch, seq, instance, medium, null, h, previous, blockSize, -1));
-            previous = h;
-        }
-    }
-
-    private static List<String> hashes(MsgPack.Reader r) throws MalformedEventException {
-        int n = r.arrayHeader();
-        List<String> hashes = new ArrayList<>(n);
-        for (int i = 0; i < n; i++) {
-            hashes.add(hash(r));
-        }
-        return hashes;
-    }
-
-    private static String hash(MsgPack.Reader r) throws MalformedEventException {
-        return switch (r.peek()) {
-            case BINARY -> HEX.formatHex(r.binary());
-            case INTEGER -> HEX.toHexDigits(r.integer());
-            default -> throw new MalformedEventException("a block hash is neither bytes nor an integer");
-        };
+        KvEventReader reader = new KvEventReader();
+        reader.read(instance, topicFrame, sequenceFrame, payload);
+        return reader.toBatch();
     }
 }

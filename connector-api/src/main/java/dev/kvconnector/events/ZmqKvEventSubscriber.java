@@ -1,7 +1,9 @@
 package dev.kvconnector.events;
 
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.Consumer;
 import org.zeromq.SocketType;
 import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
@@ -10,7 +12,11 @@ import org.zeromq.ZMsg;
 /**
  * Reads one publisher's stream ({@link ZmqKvEventPublisher}, or a vLLM engine's {@code --kv-events-config}
  * publisher): a SUB socket for the live messages and, when a replay endpoint is given, a DEALER socket per
- * {@link #replay} call. Decoding is {@link VllmKvEventCodec}'s. Not thread-safe: one thread reads it.
+ * {@link #replay} call. Decoding is {@link VllmKvEventCodec}'s ({@link #receive}), or the caller's
+ * ({@link #receiveFrames}, for a {@link KvEventReader} on another thread).
+ *
+ * <p>Threads: one thread receives (and {@link #reconnect}s); replays may run on one other thread at the same time,
+ * each on a socket of its own.
  */
 public final class ZmqKvEventSubscriber implements AutoCloseable {
     private final String instance;
@@ -19,6 +25,7 @@ public final class ZmqKvEventSubscriber implements AutoCloseable {
     private final String publishEndpoint;
     private final String topic;
     private ZMQ.Socket sub;
+    private int receiveTimeoutMillis = -1;
     /** How long a replay request waits for its first reply before it is sent again, in ms. */
     static final int FIRST_REPLY_MILLIS = 250;
 
@@ -44,10 +51,26 @@ public final class ZmqKvEventSubscriber implements AutoCloseable {
 
     private ZMQ.Socket connect() {
         ZMQ.Socket s = context.createSocket(SocketType.SUB);
-        s.setRcvHWM(100_000);
+        s.setRcvHWM(RECEIVE_HWM_MESSAGES);
         s.connect(publishEndpoint);
-        s.subscribe(topic.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        s.subscribe(topic.getBytes(StandardCharsets.UTF_8));
+        receiveTimeoutMillis = -1;
         return s;
+    }
+
+    /**
+     * Messages the SUB socket queues before ZMQ stops reading the connection (and the publisher, its own queue full,
+     * drops): a bound on the memory a subscriber that falls behind holds, which one that drains the socket into its
+     * own bounded queue never reaches.
+     */
+    public static final int RECEIVE_HWM_MESSAGES = 10_000;
+
+    /**
+     * One message's three frames as they came off the socket, undecoded.
+     *
+     * @param receivedNanos when it was taken off the socket ({@link System#nanoTime()})
+     */
+    public record Frames(byte[] topic, byte[] sequence, byte[] payload, long receivedNanos) {
     }
 
     /**
@@ -77,20 +100,37 @@ public final class ZmqKvEventSubscriber implements AutoCloseable {
      * @throws MalformedEventException for a message that does not decode (it is consumed)
      */
     public KvEventBatch receive(int timeoutMillis) throws MalformedEventException {
-        sub.setReceiveTimeOut(timeoutMillis);
-        ZMsg msg = ZMsg.recvMsg(sub);
-        if (msg == null) {
+        Frames f = receiveFrames(timeoutMillis);
+        return f == null ? null : VllmKvEventCodec.decode(instance, f.topic(), f.sequence(), f.payload());
+    }
+
+    /**
+     * The next message's frames, undecoded, waiting at most {@code timeoutMillis}; null when none came.
+     *
+     * @throws MalformedEventException for a message of other than three frames (it is consumed)
+     */
+    public Frames receiveFrames(int timeoutMillis) throws MalformedEventException {
+        if (timeoutMillis != receiveTimeoutMillis) {
+            sub.setReceiveTimeOut(timeoutMillis);
+            receiveTimeoutMillis = timeoutMillis;
+        }
+        byte[] topicFrame = sub.recv(0);
+        if (topicFrame == null) {
             return null;
         }
-        try {
-            if (msg.size() != 3) {
-                throw new MalformedEventException("message of " + msg.size() + " frames from " + instance
-                        + " (need topic, sequence, payload)");
-            }
-            return VllmKvEventCodec.decode(instance, msg.pop().getData(), msg.pop().getData(), msg.pop().getData());
-        } finally {
-            msg.destroy();
+        long received = System.nanoTime();
+        byte[] sequence = sub.hasReceiveMore() ? sub.recv(0) : null;
+        byte[] payload = sub.hasReceiveMore() ? sub.recv(0) : null;
+        int frames = 1 + (sequence == null ? 0 : 1) + (payload == null ? 0 : 1);
+        while (sub.hasReceiveMore()) {
+            sub.recv(0);
+            frames++;
         }
+        if (frames != 3) {
+            throw new MalformedEventException("message of " + frames + " frames from " + instance
+                    + " (need topic, sequence, payload)");
+        }
+        return new Frames(topicFrame, sequence, payload, received);
     }
 
     /**
@@ -107,6 +147,20 @@ public final class ZmqKvEventSubscriber implements AutoCloseable {
      * @throws MalformedEventException when a reply does not decode, or none came in time
      */
     public List<KvEventBatch> replay(long fromSequence, int timeoutMillis) throws MalformedEventException {
+        List<KvEventBatch> out = new ArrayList<>();
+        replay(fromSequence, timeoutMillis, out::add);
+        return out;
+    }
+
+    /**
+     * {@link #replay(long, int)}, handing each message to {@code each} as it arrives instead of collecting them, so
+     * that a long replay holds one message at a time; {@code each} runs on the calling thread. It is handed every
+     * message, up to the end marker, or until the call throws.
+     *
+     * @throws MalformedEventException when a reply does not decode, or none came in time
+     */
+    public void replay(long fromSequence, int timeoutMillis, Consumer<KvEventBatch> each)
+            throws MalformedEventException {
         if (replayEndpoint == null) {
             throw new IllegalStateException("no replay endpoint for the KV events of " + instance);
         }
@@ -116,9 +170,8 @@ public final class ZmqKvEventSubscriber implements AutoCloseable {
         while (true) {
             attempts++;
             long left = Math.max(1, (deadline - System.nanoTime()) / 1_000_000L);
-            List<KvEventBatch> out = replayOnce(fromSequence, timeoutMillis, (int) Math.min(wait, left));
-            if (out != null) {
-                return out;
+            if (replayOnce(fromSequence, timeoutMillis, (int) Math.min(wait, left), each)) {
+                return;
             }
             wait *= 2;
             if (System.nanoTime() - deadline >= 0) {
@@ -128,8 +181,8 @@ public final class ZmqKvEventSubscriber implements AutoCloseable {
         }
     }
 
-    /** One request on a fresh socket; null when no first reply came within {@code firstMillis}. */
-    private List<KvEventBatch> replayOnce(long fromSequence, int timeoutMillis, int firstMillis)
+    /** One request on a fresh socket; false when no first reply came within {@code firstMillis}. */
+    private boolean replayOnce(long fromSequence, int timeoutMillis, int firstMillis, Consumer<KvEventBatch> each)
             throws MalformedEventException {
         ZMQ.Socket dealer = context.createSocket(SocketType.DEALER);
         try {
@@ -138,16 +191,16 @@ public final class ZmqKvEventSubscriber implements AutoCloseable {
             dealer.connect(replayEndpoint);
             dealer.sendMore(new byte[0]);
             dealer.send(VllmKvEventCodec.sequenceFrame(fromSequence));
-            List<KvEventBatch> out = new ArrayList<>();
-            byte[] topic = ("replay;" + instance).getBytes(java.nio.charset.StandardCharsets.UTF_8);
+            int received = 0;
+            byte[] topic = ("replay;" + instance).getBytes(StandardCharsets.UTF_8);
             while (true) {
                 ZMsg reply = ZMsg.recvMsg(dealer);
                 if (reply == null) {
-                    if (out.isEmpty()) {
-                        return null;
+                    if (received == 0) {
+                        return false;
                     }
                     throw new MalformedEventException("replay from " + replayEndpoint + " for " + instance
-                            + " stopped answering after " + out.size() + " messages (" + timeoutMillis + " ms)");
+                            + " stopped answering after " + received + " messages (" + timeoutMillis + " ms)");
                 }
                 dealer.setReceiveTimeOut(timeoutMillis);
                 try {
@@ -159,9 +212,10 @@ public final class ZmqKvEventSubscriber implements AutoCloseable {
                     byte[] seqFrame = reply.pop().getData();
                     byte[] payload = reply.pop().getData();
                     if (VllmKvEventCodec.readSequence(seqFrame) == VllmKvEventCodec.END_OF_REPLAY) {
-                        return out;
+                        return true;
                     }
-                    out.add(VllmKvEventCodec.decode(instance, topic, seqFrame, payload));
+                    received++;
+                    each.accept(VllmKvEventCodec.decode(instance, topic, seqFrame, payload));
                 } finally {
                     reply.destroy();
                 }

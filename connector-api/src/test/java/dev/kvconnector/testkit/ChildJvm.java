@@ -3,6 +3,7 @@ package dev.kvconnector.testkit;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
+import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -63,6 +64,13 @@ public class ChildJvm implements AutoCloseable {
     /** The child's pid. */
     public long pid() {
         return process.pid();
+    }
+
+    /** Writes {@code line} and a newline to the child's stdin, for a child that takes commands there. */
+    public void send(String line) throws IOException {
+        OutputStream in = process.getOutputStream();
+        in.write((line + "\n").getBytes(StandardCharsets.UTF_8));
+        in.flush();
     }
 
     /** Waits for a line that starts with {@code prefix} and returns it; fails after {@code seconds}. */

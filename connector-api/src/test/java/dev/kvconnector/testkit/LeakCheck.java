@@ -73,6 +73,8 @@ public final class LeakCheck implements BeforeEachCallback, AfterEachCallback {
             "stall-meter",         // benchmarks StallMeter
             "loopback-peer-",      // benchmarks LoopbackPeer
             "peer-stdin-watch",    // benchmarks ShmPeerProcess
+            "open-loop-client-",   // benchmarks OpenLoopClients
+            "metrics-scraper",     // benchmarks MetricsScraper
             "two-core-copier");    // benchmarks ShmCrossProcessBenchmark
 
     /**

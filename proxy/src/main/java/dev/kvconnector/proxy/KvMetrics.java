@@ -39,6 +39,12 @@ final class KvMetrics {
     final LongAdder resyncFallbacks = new LongAdder();
     final LongAdder epochChanges = new LongAdder();
     final LongAdder reconnects = new LongAdder();
+    /** Messages the proxy's bounded queues dropped unapplied ({@link KvEventIngest}), and the events in them. */
+    final LongAdder messagesDropped = new LongAdder();
+    final LongAdder eventsDropped = new LongAdder();
+    /** Messages received and waiting to be applied, all engines together, and the most there were at once. */
+    private final AtomicLong queuedMessages = new AtomicLong();
+    private final AtomicLong maxQueuedMessages = new AtomicLong();
     /** Milliseconds between the last batch's send and its application, as the publisher's clock says. */
     final AtomicLong lastLagMillis = new AtomicLong();
     final AtomicLong maxLagMillis = new AtomicLong();
@@ -106,6 +112,19 @@ final class KvMetrics {
         return n > Integer.MAX_VALUE ? -1 : (int) n;
     }
 
+    /** {@code delta} messages joined (positive) or left (negative) an engine's queue. */
+    void queued(int delta) {
+        long now = queuedMessages.addAndGet(delta);
+        if (delta > 0 && now > maxQueuedMessages.get()) {
+            maxQueuedMessages.accumulateAndGet(now, Math::max);
+        }
+    }
+
+    /** The most messages waiting at once, all engines together. */
+    long maxQueued() {
+        return maxQueuedMessages.get();
+    }
+
     void lag(long millis) {
         lastLagMillis.set(millis);
         maxLagMillis.accumulateAndGet(millis, Math::max);
@@ -131,6 +150,14 @@ final class KvMetrics {
         gauge(out, "xpyd_kv_event_lag_ms", "Time from an engine sending its last event batch to the index applying it.",
                 lastLagMillis.get());
         gauge(out, "xpyd_kv_event_lag_max_ms", "Largest event lag seen.", maxLagMillis.get());
+        counter(out, "xpyd_kv_event_messages_dropped_total", "KV event messages dropped unapplied because the "
+                + "engine's queue was full; each is a gap, resynchronised.", messagesDropped.sum());
+        counter(out, "xpyd_kv_events_dropped_total", "Events in the dropped messages, as their batches count them.",
+                eventsDropped.sum());
+        gauge(out, "xpyd_kv_event_queue_messages", "KV event messages received and waiting to be applied, all "
+                + "engines.", queuedMessages.get());
+        gauge(out, "xpyd_kv_event_queue_messages_max", "Most KV event messages waiting at once.",
+                maxQueuedMessages.get());
         out.append("# HELP xpyd_kv_route_decisions_total Requests routed by the kv-aware policy, by reason.\n")
                 .append("# TYPE xpyd_kv_route_decisions_total counter\n");
         for (Reason r : Reason.values()) {

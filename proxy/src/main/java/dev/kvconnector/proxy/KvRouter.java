@@ -1,9 +1,7 @@
 package dev.kvconnector.proxy;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import dev.kvconnector.events.KvEventBatch;
 import dev.kvconnector.events.KvEventSource;
-import dev.kvconnector.events.MalformedEventException;
 import dev.kvconnector.events.ZmqKvEventSubscriber;
 import dev.kvconnector.key.ChunkKeys;
 import dev.kvconnector.key.KvcV1KeyScheme;
@@ -14,12 +12,11 @@ import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
- * The kv-aware policy's view of the cluster: a {@link PrefixIndex} fed by one subscriber thread per engine
- * ({@link KvEventFeed}), and the hashing of a request's prompt the way the engines hash it.
+ * The kv-aware policy's view of the cluster: a {@link PrefixIndex} fed by each engine's events ({@link KvEventIngest}
+ * off the socket, {@link KvEventFeed} into the index), and the hashing of a request's prompt the way the engines
+ * hash it.
  *
  * <p>How the proxy gets a prompt's token ids: a {@code prompt} of token ids is used as it is; a text prompt is
  * tokenized by {@link KvTokenizer#BYTES} (one token per UTF-8 byte, the demo engine's tokenizer), or not at all with
@@ -32,25 +29,21 @@ import org.slf4j.LoggerFactory;
  * Requests in a namespace hash from another root and are not matched.
  */
 final class KvRouter implements AutoCloseable {
-    private static final Logger LOG = LoggerFactory.getLogger(KvRouter.class);
-    private static final int POLL_MILLIS = 100;
-    private static final int REPLAY_TIMEOUT_MILLIS = 2_000;
-    /** Three heartbeats ({@link dev.kvconnector.events.ZmqKvEventPublisher#HEARTBEAT_MILLIS}) missed. */
-    static final long SILENCE_MILLIS = 3 * dev.kvconnector.events.ZmqKvEventPublisher.HEARTBEAT_MILLIS;
-
     final PrefixIndex index = new PrefixIndex();
     final KvMetrics metrics = new KvMetrics();
     private final KvTokenizer tokenizer;
     private final Map<String, KvEventFeed> feeds = new ConcurrentHashMap<>();
-    private final List<Thread> threads = new ArrayList<>();
-    private final List<ZmqKvEventSubscriber> subscribers = new ArrayList<>();
-    private volatile boolean running = true;
+    private final List<KvEventIngest> ingests = new ArrayList<>();
+    private boolean closed;
 
     KvRouter(KvTokenizer tokenizer) {
         this.tokenizer = tokenizer;
     }
 
-    /** Subscribes to every endpoint, a thread each; on a failure closes what it started, then throws. */
+    /**
+     * Subscribes to every endpoint, a {@link KvEventIngest} (two threads and a bounded queue) each; on a failure
+     * closes what it started, then throws.
+     */
     void subscribe(List<KvEventEndpoint> endpoints) {
         try {
             subscribeEach(endpoints);
@@ -61,14 +54,17 @@ final class KvRouter implements AutoCloseable {
     }
 
     private void subscribeEach(List<KvEventEndpoint> endpoints) {
+        int queueMessages = KvEventIngest.queueMessages();
+        long queueBytes = KvEventIngest.queueBytes();
         for (KvEventEndpoint ep : endpoints) {
             ZmqKvEventSubscriber sub = new ZmqKvEventSubscriber(ep.instance(), ep.publish(), ep.replay(), "");
-            subscribers.add(sub);
-            KvEventFeed feed = feed(ep.instance(), sub.replays() ? from -> sub.replay(from, REPLAY_TIMEOUT_MILLIS)
-                    : null);
-            Thread t = Thread.ofPlatform().daemon().name("kvconnector-kv-feed-" + ep.instance())
-                    .start(() -> read(sub, feed));
-            threads.add(t);
+            try {
+                KvEventFeed feed = feed(ep.instance(), KvEventIngest.replayOf(sub));
+                ingests.add(new KvEventIngest(sub, feed, metrics, queueMessages, queueBytes));
+            } catch (RuntimeException e) {
+                sub.close();
+                throw e;
+            }
         }
     }
 
@@ -84,37 +80,6 @@ final class KvRouter implements AutoCloseable {
         KvEventFeed feed = new KvEventFeed(instance, feeds.size(), index, metrics, replay);
         feeds.put(instance, feed);
         return feed;
-    }
-
-    /**
-     * Reads one engine's stream. A link silent for {@link #SILENCE_MILLIS} is reconnected (the gap that follows
-     * resynchronises), while nothing was ever heard or the publisher sends heartbeats (a kvconnector publisher:
-     * its topic has an epoch); a vLLM engine, which sends none, may be silent while idle.
-     */
-    private void read(ZmqKvEventSubscriber sub, KvEventFeed feed) {
-        long heard = System.nanoTime();
-        while (running) {
-            try {
-                KvEventBatch b = sub.receive(POLL_MILLIS);
-                if (b != null) {
-                    heard = System.nanoTime();
-                    feed.accept(b);
-                } else if (System.nanoTime() - heard > SILENCE_MILLIS * 1_000_000L
-                        && (feed.source() == null || feed.source().epoch() != 0)) {
-                    metrics.reconnects.increment();
-                    LOG.info("KV events of {}: nothing for {} ms; reconnecting", feed.instance, SILENCE_MILLIS);
-                    sub.reconnect();
-                    heard = System.nanoTime();
-                }
-            } catch (MalformedEventException e) {
-                heard = System.nanoTime();
-                feed.malformed(e);
-            } catch (RuntimeException e) {
-                if (running) {
-                    LOG.warn("KV events of {}: {}", feed.instance, e.toString());
-                }
-            }
-        }
     }
 
     /** The publisher number of {@code instance}, or -1 when it publishes no events. */
@@ -194,22 +159,15 @@ final class KvRouter implements AutoCloseable {
         return ids;
     }
 
-    /** Stops the subscriber threads and closes their sockets; idempotent. */
+    /** Stops the event threads and closes their sockets; idempotent. */
     @Override
     public synchronized void close() {
-        if (!running) {
+        if (closed) {
             return;
         }
-        running = false;
-        for (Thread t : threads) {
-            try {
-                t.join(2_000);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }
-        for (ZmqKvEventSubscriber s : subscribers) {
-            s.close();
+        closed = true;
+        for (KvEventIngest i : ingests) {
+            i.close();
         }
     }
 }

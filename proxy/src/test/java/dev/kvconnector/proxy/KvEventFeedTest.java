@@ -35,9 +35,9 @@ class KvEventFeedTest {
     }
 
     private KvEventFeed feed(boolean replays) {
-        return new KvEventFeed("e", 0, index, metrics, replays ? from -> {
+        return new KvEventFeed("e", 0, index, metrics, replays ? (from, each) -> {
             replayRequests.add(from);
-            return sent.stream().filter(b -> b.sequence() >= from).toList();
+            sent.stream().filter(b -> b.sequence() >= from).forEach(each);
         } : null);
     }
 
@@ -89,7 +89,7 @@ class KvEventFeedTest {
 
     @Test
     void aSnapshotAnswersAGapWhoseMessagesAreGone() {
-        KvEventFeed f = new KvEventFeed("e", 0, index, metrics, from -> List.of(
+        KvEventFeed f = new KvEventFeed("e", 0, index, metrics, (from, each) -> each.accept(
                 batch(0, 9, new KvEvent.AllCleared(0, 9, "e"), stored("b"), stored("c"))));
         f.accept(batch(1, 0, stored("a")));
         f.accept(batch(1, 10, stored("d")));
