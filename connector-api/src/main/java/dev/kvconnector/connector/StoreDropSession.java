@@ -38,6 +38,8 @@ final class StoreDropSession implements DropSession {
     /** The store's view handle when it reads in place ({@code VIEW}), else null; used by the load's thread only. */
     private final StoreView view;
     private final WordSum sum = new WordSum();
+    /** Whether a view of this request was a copy rather than the store's memory: then views save nothing. */
+    private boolean viewsAreCopies;
     /** Each layer's destinations and results, reused layer after layer by the load's one thread. */
     private final MemorySegment[] layerDsts;
     private final long[] layerResults;
@@ -192,7 +194,7 @@ final class StoreDropSession implements DropSession {
         if (sink.direct()) {
             return readLayerDirect(layer, chunks);
         }
-        if (view != null && sink.takesObjects() && objects.fusedChecksum()) {
+        if (view != null && sink.takesObjects() && objects.fusedChecksum() && !viewsAreCopies) {
             return readLayerInPlace(layer, chunks);
         }
         long start = System.nanoTime();
@@ -264,6 +266,9 @@ final class StoreDropSession implements DropSession {
                 if (miss != null) {
                     return miss;
                 }
+                // A store over other stores views what a lower tier holds as a copy, one read per object: the
+                // layers after this one are read by batch instead (one read per layer, as from the tier alone).
+                viewsAreCopies |= !view.inPlace();
                 MemorySegment object = view.segment();
                 miss = statusMiss(objects.validateHeader(c, layer, object, r), keys[c]);
                 if (miss != null) {

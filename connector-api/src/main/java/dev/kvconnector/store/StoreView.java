@@ -36,6 +36,15 @@ public interface StoreView extends AutoCloseable {
     boolean isHeld();
 
     /**
+     * Whether the object the handle holds lies in the store's own memory (a read in place), rather than in a copy
+     * the store made for the view (a store over other stores, such as {@code tiered:}, views an object found in a
+     * tier that cannot view as a pooled copy). A reader that finds its views are copies may read by batch instead.
+     */
+    default boolean inPlace() {
+        return true;
+    }
+
+    /**
      * Gives the object back: its bytes may be freed from now on, and the handle is empty. Works after the store
      * closed (the bytes are freed then).
      *

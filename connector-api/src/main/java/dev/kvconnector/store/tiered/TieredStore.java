@@ -64,6 +64,8 @@ public final class TieredStore implements KVStore {
     private final TieredOptions options;
     private final Set<StoreCapability> capabilities;
     private final SegmentPool buffers;
+    /** The size of the last object a view read from a tier below the first, in bytes: the next view's first guess. */
+    private volatile long lowerObjectBytes = 64 * 1024;
     /** The lower tiers' queue: write-backs (write-back mode) and removal retries; null with a single tier. */
     private final WriteBack writeBack;
     private final boolean backMode;
@@ -213,6 +215,72 @@ public final class TieredStore implements KVStore {
             return r;
         }
         return missOrThrow(lowest);
+    }
+
+    /**
+     * Reads the batch tier by tier, each tier in one batch of what the tiers above did not serve, so that a request
+     * served by a lower tier costs that tier's own batch read (one round trip for a network store), not a read per
+     * object. Answers, promotion, counters and failures are as for {@link #getInto} key by key.
+     */
+    @Override
+    public void getIntoBatch(String[] keys, MemorySegment[] dsts, int count, long[] results) {
+        checkOpen("getIntoBatch", count > 0 ? keys[0] : null);
+        int[] pending = new int[count];
+        String[] tierKeys = new String[count];
+        MemorySegment[] tierDsts = new MemorySegment[count];
+        long[] tierResults = new long[count];
+        int n = 0;
+        for (int i = 0; i < count; i++) {
+            pending[n++] = i;
+        }
+        KVException lowest = null;
+        for (int t = 0; t < tiers.length && n > 0; t++) {
+            int asked = 0;
+            for (int j = 0; j < n; j++) {
+                int i = pending[j];
+                if (t > 0 && removedBelow(keys[i])) {
+                    results[i] = GetResult.MISS;
+                    continue;
+                }
+                pending[asked] = i;
+                tierKeys[asked] = keys[i];
+                tierDsts[asked] = dsts[i];
+                asked++;
+            }
+            n = asked;
+            if (n == 0) {
+                break;
+            }
+            try {
+                tiers[t].getIntoBatch(tierKeys, tierDsts, n, tierResults);
+            } catch (KVException e) {
+                lowest = absorb(t, "getIntoBatch", tierKeys[0], e, lowest);
+                continue;
+            }
+            report(lowest);
+            lowest = null;
+            int missed = 0;
+            for (int j = 0; j < n; j++) {
+                int i = pending[j];
+                long r = tierResults[j];
+                if (GetResult.isMiss(r)) {
+                    pending[missed++] = i;
+                    continue;
+                }
+                results[i] = r;
+                if (GetResult.isHit(r)) {
+                    stats[t].hit(r);
+                    promote(keys[i], dsts[i], r, t);
+                }
+            }
+            n = missed;
+        }
+        for (int j = 0; j < n; j++) {
+            results[pending[j]] = GetResult.MISS;
+        }
+        if (n > 0) {
+            missOrThrow(lowest);
+        }
     }
 
     /** Whether a removal of {@code key} is still to reach a lower tier: the lower tiers must not serve it. */
@@ -458,15 +526,20 @@ public final class TieredStore implements KVStore {
         for (int i = 1; i < tiers.length && !removedBelow(key); i++) {
             MemorySegment buffer = null;
             try {
-                long size = tiers[i].size(key);
+                // One round trip to the tier: a read into a buffer as large as the last object a lower tier served
+                // (a request's layer objects are alike), and a second read only when the object is larger.
+                buffer = buffers.acquire(Math.max(1, lowerObjectBytes));
+                long r = tiers[i].getInto(key, buffer);
+                if (GetResult.isTooSmall(r)) {
+                    buffers.release(buffer);
+                    buffer = null;
+                    buffer = buffers.acquire(GetResult.requiredSize(r));
+                    r = tiers[i].getInto(key, buffer);
+                }
                 report(lowest);
                 lowest = null;
-                if (size < 0) {
-                    continue;
-                }
-                buffer = buffers.acquire(Math.max(1, size));
-                long r = tiers[i].getInto(key, buffer);
                 if (GetResult.isHit(r)) {
+                    lowerObjectBytes = r;
                     stats[i].hit(r);
                     promote(key, buffer, r, i);
                     v.holdCopy(buffer, r);

@@ -37,6 +37,12 @@ final class TieredView implements StoreView {
         copyReadOnly = buffer.asSlice(0, bytes).asReadOnly();
     }
 
+    /** In place when the first tier holds the object; a pooled copy of an object found lower is not. */
+    @Override
+    public boolean inPlace() {
+        return first.isHeld();
+    }
+
     @Override
     public MemorySegment segment() {
         if (first.isHeld()) {

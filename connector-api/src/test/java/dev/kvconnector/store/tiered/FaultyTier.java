@@ -26,6 +26,10 @@ final class FaultyTier implements KVStore {
     final AtomicInteger arrived = new AtomicInteger();
     /** Puts that went through. */
     final AtomicInteger puts = new AtomicInteger();
+    /** Reads of one object ({@code getInto}) that reached this tier. */
+    final AtomicInteger reads = new AtomicInteger();
+    /** Batch reads ({@code getIntoBatch}) that reached this tier. */
+    final AtomicInteger batchReads = new AtomicInteger();
 
     FaultyTier(KVStore inner, boolean removes) {
         this.inner = inner;
@@ -93,8 +97,16 @@ final class FaultyTier implements KVStore {
 
     @Override
     public long getInto(String key, MemorySegment dst) {
+        reads.incrementAndGet();
         check("getInto");
         return inner.getInto(key, dst);
+    }
+
+    @Override
+    public void getIntoBatch(String[] keys, MemorySegment[] dsts, int count, long[] results) {
+        batchReads.incrementAndGet();
+        check("getIntoBatch");
+        inner.getIntoBatch(keys, dsts, count, results);
     }
 
     @Override

@@ -53,6 +53,17 @@ class TieredConnectorTest {
         return RequestTokens.of(IntStream.range(0, TOKENS).map(i -> seed + i).toArray());
     }
 
+    private static void fill(PagedKVCache cache) {
+        try (Arena arena = Arena.ofConfined()) {
+            for (int l = 0; l < LAYOUT.numLayers(); l++) {
+                for (int t = 0; t < LAYOUT.tensorsPerLayer(); t++) {
+                    MemorySegment tensor = cache.tensor(l, t);
+                    tensor.copyFrom(Segments.random(arena, tensor.byteSize(), 100 * l + t));
+                }
+            }
+        }
+    }
+
     private static DropResult insertThenConsume(StoreConnector kv, int seed) {
         try (PagedKVCache source = PagedKVCache.allocate(LAYOUT, 3);
              PagedKVCache target = PagedKVCache.allocate(LAYOUT, 3)) {
@@ -110,6 +121,40 @@ class TieredConnectorTest {
             remote.down(false);
             assertTrue(store.flush(10_000), store.writeBackStats().toString());
             assertEquals(0, below.count(), "the retried removal left objects in the remote");
+        }
+    }
+
+    @Test
+    void aRequestOnlyTheRemoteTierHoldsIsReadByBatchOnceAViewTurnsOutToBeACopy() {
+        // Views of what only a lower tier holds are pooled copies, one read of that tier per object; after the first
+        // such view the connector reads each layer with one batch, as it would from the remote tier alone.
+        MemoryStore local = MemoryStore.withCapacity(64 << 20);
+        FaultyTier remote = new FaultyTier(MemoryStore.withCapacity(64 << 20));
+        try (TieredStore store = TieredStore.over(List.of(local, remote), TieredOptions.DEFAULT
+                .withPromoteOnHit(false));
+             StoreConnector writer = KVStoreConnector.builder(remote.inner(), LAYOUT).chunkTokens(16).build();
+             StoreConnector kv = KVStoreConnector.builder(store, LAYOUT).chunkTokens(16).build();
+             PagedKVCache source = PagedKVCache.allocate(LAYOUT, 3);
+             PagedKVCache target = PagedKVCache.allocate(LAYOUT, 3)) {
+            fill(source);
+            try (InsertSession s = writer.beginInsert(prompt(5))) {
+                s.putLayers(LayerSource.paged(source, TABLE));
+                s.commit();
+            }
+            int chunks = (TOKENS + 15) / 16;
+
+            DropResult r = kv.dropSelect(prompt(5), DropTarget.paged(target, TABLE), DropMode.RETAIN);
+
+            assertTrue(r.isComplete(), r.toString());
+            assertEquals(chunks, remote.reads.get(), "only the first layer's objects are read one by one");
+            assertTrue(remote.batchReads.get() >= LAYOUT.numLayers() - 1, "the other layers are read by batch: "
+                    + remote.batchReads.get() + " batches");
+            for (int l = 0; l < LAYOUT.numLayers(); l++) {
+                for (int t = 0; t < LAYOUT.tensorsPerLayer(); t++) {
+                    long bytes = (long) TOKENS * LAYOUT.bytesPerTokenPerTensor();
+                    assertTrue(Segments.equal(source.tensor(l, t), target.tensor(l, t), bytes), "layer " + l);
+                }
+            }
         }
     }
 

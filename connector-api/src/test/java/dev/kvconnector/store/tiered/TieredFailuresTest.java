@@ -141,6 +141,62 @@ class TieredFailuresTest {
     }
 
     @Test
+    void aBatchReadAsksEachTierOnceForWhatTheTiersAboveDidNotServe() {
+        MemoryStore local = MemoryStore.withCapacity(1 << 20);
+        FaultyTier remote = new FaultyTier(MemoryStore.withCapacity(1 << 20));
+        tiered(TieredOptions.DEFAULT, local, remote);
+        String[] keys = {"both", "below", "above", "below2", "nowhere"};
+        MemorySegment[] values = new MemorySegment[keys.length];
+        for (int i = 0; i < keys.length; i++) {
+            values[i] = Segments.random(arena, 100 + i, 60 + i);
+        }
+        local.put("both", values[0], PutOptions.DEFAULT);
+        remote.inner().put("both", Segments.random(arena, 100, 99), PutOptions.DEFAULT);
+        remote.inner().put("below", values[1], PutOptions.DEFAULT);
+        local.put("above", values[2], PutOptions.DEFAULT);
+        remote.inner().put("below2", values[3], PutOptions.DEFAULT);
+        MemorySegment[] dsts = new MemorySegment[keys.length];
+        for (int i = 0; i < keys.length; i++) {
+            dsts[i] = arena.allocate(256);
+        }
+        long[] results = new long[keys.length];
+
+        store.getIntoBatch(keys, dsts, keys.length, results);
+
+        for (int i = 0; i < 4; i++) {
+            assertEquals(values[i].byteSize(), results[i], keys[i]);
+            assertTrue(Segments.equal(values[i], dsts[i], values[i].byteSize()), keys[i] + ": not its own bytes");
+        }
+        assertEquals(GetResult.MISS, results[4]);
+        assertEquals(1, remote.batchReads.get(), "the lower tier is read once, for the three keys above it missed");
+        assertEquals(0, remote.reads.get());
+        assertTrue(local.exists("below") && local.exists("below2"), "hits below are promoted");
+        assertEquals(2, store.tierStats().get(0).hits());
+        assertEquals(2, store.tierStats().get(1).hits());
+    }
+
+    @Test
+    void aBatchReadThatNoTierServesAnswersTheLowestTiersErrorAndOneTheFirstTierServesNeverAsksBelow() {
+        MemoryStore local = MemoryStore.withCapacity(1 << 20);
+        FaultyTier remote = new FaultyTier(MemoryStore.withCapacity(1 << 20));
+        tiered(TieredOptions.DEFAULT, local, remote);
+        MemorySegment v = Segments.random(arena, 64, 7);
+        local.put("here", v, PutOptions.DEFAULT);
+        remote.down(true);
+        MemorySegment[] dsts = {arena.allocate(64), arena.allocate(64)};
+        long[] results = new long[2];
+
+        store.getIntoBatch(new String[] {"here"}, dsts, 1, results);
+        assertEquals(64, results[0]);
+        assertEquals(0, remote.batchReads.get(), "a batch the first tier served asked the tier below");
+
+        KVException e = assertThrows(KVException.class,
+                () -> store.getIntoBatch(new String[] {"here", "gone"}, dsts, 2, results));
+        assertEquals(ErrorCode.STORE_UNREACHABLE, e.code());
+        assertTrue(e.getMessage().contains("tier 2 of 2 (faulty:memory:"), e.getMessage());
+    }
+
+    @Test
     void aWriteThroughPutThatALowerTierFailsNamesTheTierAndTheWriteMode() {
         MemoryStore local = MemoryStore.withCapacity(1 << 20);
         FaultyTier remote = new FaultyTier(MemoryStore.withCapacity(1 << 20));

@@ -288,6 +288,29 @@ class TieredStoreTest {
     }
 
     @Test
+    void viewsOfObjectsBelowOfGrowingAndShrinkingSizesHoldEachObjectExactly() {
+        // A view reads a lower tier once, into a buffer as large as the last object it served, and again when the
+        // object is larger: each size change must still give the object's own bytes, and nothing past them.
+        MemoryStore local = MemoryStore.withCapacity(4 << 20);
+        MemoryStore remote = MemoryStore.withCapacity(4 << 20);
+        long[] sizes = {100, 300_000, 300_000, 5, 1 << 20, 70_000};
+        MemorySegment[] values = new MemorySegment[sizes.length];
+        for (int i = 0; i < sizes.length; i++) {
+            values[i] = Segments.random(arena, sizes[i], 40 + i);
+            remote.put("k" + i, values[i], PutOptions.DEFAULT);
+        }
+        tiered(TieredOptions.DEFAULT.withPromoteOnHit(false), local, remote);
+        StoreView view = store.newView();
+        for (int i = 0; i < sizes.length; i++) {
+            assertEquals(sizes[i], store.tryView("k" + i, view), "object " + i);
+            assertEquals(sizes[i], view.segment().byteSize(), "object " + i);
+            assertTrue(Segments.equal(values[i], view.segment(), sizes[i]), "object " + i);
+            view.release();
+        }
+        assertTrue(GetResult.isMiss(store.tryView("nowhere", view)));
+    }
+
+    @Test
     void aPutsTtlAppliesInEveryTier() throws Exception {
         MemoryStore local = MemoryStore.withCapacity(1 << 20);
         MemoryStore remote = MemoryStore.withCapacity(1 << 20);
