@@ -17,6 +17,7 @@ import dev.kvconnector.store.StoreUri;
 import dev.kvconnector.store.StoreView;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -39,7 +40,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
  *       serves answers what the lowest tier answered: a miss, or that tier's error, naming it (a lower tier that is
  *       down fails reads of what only it could serve; the errors of the tiers above it are then only counted and
  *       reported).</li>
- *   <li><b>Removes</b> (and consuming drop-selects) remove from every tier and cancel a waiting write-back. A lower
+ *   <li><b>Removes</b> (and consuming drop-selects) remove from every tier and cancel a waiting write-back; objects
+ *       a reader consumed ({@link #removeConsumed}) leave the lower tiers from the write-back queue where it has
+ *       room, so the reader does not wait for a remote's deletes. A lower
  *       tier that fails is counted and reported, and the removal is retried from the queue until that tier takes it;
  *       meanwhile this store reads the key from no lower tier, while a reader of that tier alone (another host,
  *       another process opening only it) may still read the object. Only a failure of the first tier fails the call.
@@ -397,7 +400,9 @@ public final class TieredStore implements KVStore {
 
     /**
      * Removes from every tier; returns the most keys that any one tier held. A lower tier that fails has the removal
-     * of every key queued for a retry; only the first tier's failure is thrown.
+     * of every key queued for a retry; only the first tier's failure is thrown. Objects a reader consumed leave the
+     * first tier now and the lower tiers from the write-back queue, where it has room (the rest now): meanwhile this
+     * store reads none of them below, so only a reader of a lower tier alone may still find them there.
      */
     private int removeEverywhere(String[] keys, int count, boolean consumed) {
         String op = consumed ? "removeConsumed" : "removeBatch";
@@ -408,19 +413,32 @@ public final class TieredStore implements KVStore {
                 writeBack.cancel(keys[k]);
             }
         }
+        String[] below = keys;
+        int belowCount = count;
+        if (consumed && writeBack != null) {
+            int queued = writeBack.queueRemovals(keys, count, ((1 << tiers.length) - 1) & ~1);
+            if (queued > 0) {
+                below = Arrays.copyOfRange(keys, queued, count);
+                belowCount = count - queued;
+            }
+        }
         int existed = 0;
         KVException first = null;
         for (int i = 0; i < tiers.length; i++) {
+            String[] k = i == 0 ? keys : below;
+            int n = i == 0 ? count : belowCount;
+            if (n == 0) {
+                continue;
+            }
             try {
-                existed = Math.max(existed, consumed ? tiers[i].removeConsumed(keys, count)
-                        : tiers[i].removeBatch(keys, count));
+                existed = Math.max(existed, consumed ? tiers[i].removeConsumed(k, n) : tiers[i].removeBatch(k, n));
             } catch (KVException e) {
                 stats[i].error();
-                KVException named = tierFailed(i, op, count > 0 ? keys[0] : null, e);
+                KVException named = tierFailed(i, op, k[0], e);
                 if (i == 0) {
                     first = named;
                 } else {
-                    writeBack.retryRemovals(keys, count, 1 << i, named);
+                    writeBack.retryRemovals(k, n, 1 << i, named);
                 }
             }
         }

@@ -96,7 +96,7 @@ final class WriteBack implements AutoCloseable {
         boolean going;
         boolean again;
         boolean cancelled;
-        /** A removal that a call to the tiered store failed: counted in {@link WriteBackStats#removed()}. */
+        /** A removal whose failure was reported already (a call to the tiered store failed it inline). */
         boolean retried;
         int failures;
         long notBefore;
@@ -268,6 +268,34 @@ final class WriteBack implements AutoCloseable {
         report("removing " + (count == 1 ? keys[0] : count + " objects (the first " + keys[0] + ")") + " from "
                 + tierNames(tierMask) + " failed; retrying in the background", failure);
         drops.forEach(this::reportDrop);
+    }
+
+    /**
+     * Queues the removal of the first keys of {@code keys} from the lower tiers of {@code tierMask} (bit i for tier
+     * i), as many as the queue has room for, without dropping anything; {@link #cancel} was called for each key
+     * first. A removal of a key already pending takes these tiers on.
+     *
+     * @return how many of the keys, from the first, are queued: the caller removes the others itself
+     */
+    int queueRemovals(String[] keys, int count, int tierMask) {
+        lock.lock();
+        try {
+            int k = 0;
+            for (; k < count; k++) {
+                Pending p = byKey.get(keys[k]);
+                if (p != null) {
+                    setMask(p, p.removeMask | tierMask);
+                    p.again = false;
+                } else if (queue.size() + reserved < capacity) {
+                    enqueue(keys[k], null, tierMask);
+                } else {
+                    break;
+                }
+            }
+            return k;
+        } finally {
+            lock.unlock();
+        }
     }
 
     /** Whether a removal of {@code key} from a lower tier waits or goes out: that tier may still hold the key. */
@@ -538,8 +566,9 @@ final class WriteBack implements AutoCloseable {
         RuntimeException cause = null;
         lock.lock();
         try {
-            // A removal that failed inline was reported by retryRemovals; a write-back or an undo was not.
-            if ((result == RETRY || result == GIVE_UP) && p.failures == 0 && (undo || !p.isRemoval())) {
+            // A removal that failed inline was reported by retryRemovals; a write-back, an undo or a removal queued
+            // for a consumed object was not.
+            if ((result == RETRY || result == GIVE_UP) && p.failures == 0 && (undo || !p.isRemoval() || !p.retried)) {
                 firstFailure = "the " + (p.isRemoval() ? "removal" : "write-back") + " of " + p.key + " failed ("
                         + p.failure + ")" + (result == RETRY ? "; retrying it in the background" : "; given up");
                 cause = p.error;
@@ -572,7 +601,7 @@ final class WriteBack implements AutoCloseable {
         } else if (retry) {
             requeue(p, true);
         } else {
-            removed += outcome == REMOVED && p.retried ? 1 : 0;
+            removed += outcome == REMOVED ? 1 : 0;
             written += outcome == WRITTEN ? 1 : 0;
             lost += outcome == GONE ? 1 : 0;
             if (outcome == RETRY) {

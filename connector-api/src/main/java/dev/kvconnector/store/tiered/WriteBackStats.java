@@ -12,8 +12,9 @@ package dev.kvconnector.store.tiered;
  * @param failed      write-backs and removals that failed (retried, unless the object can never fit the buffer)
  * @param refused     puts refused because the queue was full ({@code write-back-overflow=refuse})
  * @param lastFailure what the last failed write or removal said, or null
- * @param removals    removals that a lower tier failed, waiting or going out now (in {@code depth} too)
- * @param removed     such removals that a retry has since made in every tier
+ * @param removals    removals from the lower tiers waiting or going out now (in {@code depth} too): of objects a
+ *                    reader consumed, which leave the lower tiers from the queue, and those a lower tier failed
+ * @param removed     such removals the queue has since made in every tier
  */
 public record WriteBackStats(int depth, int capacity, long written, long dropped, long lost, long failed, long refused,
                              String lastFailure, int removals, long removed) {
