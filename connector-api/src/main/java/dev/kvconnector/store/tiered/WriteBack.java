@@ -361,7 +361,11 @@ final class WriteBack implements AutoCloseable {
         return ((1 << tiers.length) - 1) & ~1;
     }
 
-    /** Keeps {@code key} out of the lower tiers: drops its waiting write-back, or undoes one going out. */
+    /**
+     * Keeps {@code key} out of the lower tiers: drops its waiting write-back, or undoes one going out. An undo to come
+     * counts as a removal at once ({@link #removing}), so that the store reads no lower tier that the write-back going
+     * out reaches before its undo.
+     */
     void cancel(String key) {
         lock.lock();
         try {
@@ -372,6 +376,7 @@ final class WriteBack implements AutoCloseable {
             if (p.going) {
                 p.cancelled = true;
                 p.again = false;
+                setMask(p, lowerTiers());
             } else {
                 queue.remove(p);
                 forget(p);

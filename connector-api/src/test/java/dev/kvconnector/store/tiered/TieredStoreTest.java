@@ -129,6 +129,30 @@ class TieredStoreTest {
     }
 
     @Test
+    void aKeyRemovedWhileItsWriteBackGoesOutIsNeverReadFromTheLowerTier() throws Exception {
+        MemoryStore local = MemoryStore.withCapacity(1 << 20);
+        FaultyTier remote = new FaultyTier(MemoryStore.withCapacity(1 << 20));
+        tiered(TieredOptions.DEFAULT.withWriteBack(true), local, remote);
+        MemorySegment v = Segments.random(arena, 4000, 41);
+        remote.closeGate();
+        assertTrue(store.put("k", v, PutOptions.DEFAULT));
+        while (remote.arrived.get() == 0) {
+            Thread.onSpinWait();
+        }
+
+        assertTrue(store.remove("k"));
+        // The write-back going out lands below after the removal passed the lower tier, before its undo.
+        remote.inner().put("k", v, PutOptions.DEFAULT);
+
+        assertTrue(GetResult.isMiss(store.getInto("k", arena.allocate(4000))),
+                "the tiered store read a removed key from the lower tier that its write-back reached");
+        assertFalse(store.exists("k"));
+        remote.openGate();
+        assertTrue(store.flush(10_000));
+        assertFalse(remote.inner().exists("k"), "the write-back that went out was not undone");
+    }
+
+    @Test
     void aFullWriteBackQueueDropsTheOldestAndCountsIt() throws Exception {
         MemoryStore local = MemoryStore.withCapacity(1 << 20);
         FaultyTier remote = new FaultyTier(MemoryStore.withCapacity(1 << 20));
