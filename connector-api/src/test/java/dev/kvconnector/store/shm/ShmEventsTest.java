@@ -149,8 +149,12 @@ class ShmEventsTest {
                 String key = "lap-" + "x".repeat(60) + "-" + i;
                 keys.add(key);
                 s.put(key, v, PutOptions.DEFAULT);
+                if (i == 0) {
+                    // The subscriber holds the first event before the writer laps it; lapped before it read any, it
+                    // would start at the oldest event left and see no gap.
+                    ShmProcessBench.awaitTrue("the first event is delivered", () -> !got.isEmpty());
+                }
             }
-            ShmProcessBench.awaitTrue("the first event is delivered", () -> !got.isEmpty());
             release.countDown();
             String last = "lap-" + "x".repeat(60) + "-399";
             ShmProcessBench.awaitTrue("the last put is told", () -> got.stream().anyMatch(e -> e.key().equals(last)));
