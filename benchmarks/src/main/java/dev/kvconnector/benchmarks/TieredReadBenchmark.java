@@ -46,7 +46,8 @@ import org.openjdk.jmh.annotations.TearDown;
  *       object is read from the second tier (and removed from both). Compare these two.</li>
  *   <li>{@code shm}: {@code shm:} alone; {@code tiered-shm}: {@code tiered:[shm:][valkey://redis]}, written
  *       through, so every object is read in place from the {@code shm:} tier and removed from both, the remote's
- *       removal one pipelined batch. Compare these two. Written back instead, the untimed insert would leave copies
+ *       removal queued to the tier's I/O threads (what a consuming read costs the reader, not the remote).
+ *       Compare these two. Written back instead, the untimed insert would leave copies
  *       to redis running during the timed drop-select, which on 2 vCPUs competes with it (a smoke run at load 5-7
  *       gave 15 ms against 2.5 ms for {@code shm:} alone, where written through gave 6 ms against 10 ms: noise).</li>
  * </ul>
