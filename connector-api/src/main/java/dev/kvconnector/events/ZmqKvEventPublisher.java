@@ -3,9 +3,7 @@ package dev.kvconnector.events;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Iterator;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
@@ -26,11 +24,12 @@ import org.zeromq.ZMsg;
  *
  * <p>Resynchronisation: when the start asked for is no longer buffered (or was never sent, see below), the answer
  * is a snapshot instead: one message, numbered as the last one sent, whose batch is {@code AllBlocksCleared} followed
- * by a {@code BlockStored} for every chunk this publisher reported and did not see removed since (at most
- * {@code liveChunks}, the oldest forgotten first). A subscriber applies it like any batch and goes on from the next
- * number. vLLM's subscribers read it as a batch too.
+ * by a {@code BlockStored} for every chunk this publisher was told of and not told removed since, whether or not
+ * those events went out ({@link LiveChunks}: at most {@code liveChunks}, the oldest forgotten first). A subscriber
+ * applies it like any batch and goes on from the next number. vLLM's subscribers read it as a batch too.
  *
- * <p>{@link #onEvent} never blocks: it offers the event to a bounded queue. When the queue is full the event is
+ * <p>{@link #onEvent} never waits for the sending thread or the network: it applies the event to the snapshot's chunks
+ * (a lock held for one map update, or for a replay's copy of them) and offers it to a bounded queue. When the queue is full the event is
  * dropped and counted, and the next message skips a sequence number, so every subscriber sees the gap and asks for
  * the snapshot. The same happens when the connector's events themselves skip ahead a number (the store's own
  * events, which the connector forwards, had a gap). One thread ({@code kvconnector-kv-events}) batches what is queued (up to a millisecond's worth),
@@ -62,7 +61,7 @@ public final class ZmqKvEventPublisher implements KvEventListener, AutoCloseable
     private final ArrayBlockingQueue<KvEvent> queue;
     private final int replayMessages;
     private final ArrayDeque<Sent> buffer = new ArrayDeque<>();
-    private final LinkedHashMap<String, KvEvent.Stored> live;
+    private final LiveChunks live;
     private final VllmKvEventCodec codec = new VllmKvEventCodec();
     private final AtomicBoolean lost = new AtomicBoolean();
     private final LongAdder dropped = new LongAdder();
@@ -84,12 +83,7 @@ public final class ZmqKvEventPublisher implements KvEventListener, AutoCloseable
         this.topic = topic;
         this.queue = new ArrayBlockingQueue<>(queueEvents);
         this.replayMessages = replayMessages;
-        this.live = new LinkedHashMap<>(16, 0.75f, false) {
-            @Override
-            protected boolean removeEldestEntry(Map.Entry<String, KvEvent.Stored> eldest) {
-                return size() > liveChunks;
-            }
-        };
+        this.live = new LiveChunks(liveChunks);
         try {
             this.pub = context.createSocket(SocketType.PUB);
             pub.setSndHWM(100_000);
@@ -178,6 +172,7 @@ public final class ZmqKvEventPublisher implements KvEventListener, AutoCloseable
         }
         lastEpoch = event.epoch();
         lastEventSequence = event.sequence();
+        live.apply(event);
         if (!queue.offer(event)) {
             dropped.increment();
             lost.set(true);
@@ -226,28 +221,12 @@ public final class ZmqKvEventPublisher implements KvEventListener, AutoCloseable
         if (buffer.size() > replayMessages) {
             buffer.removeFirst();
         }
-        for (KvEvent e : events) {
-            remember(e);
-        }
     }
 
     private KvEventSource topicSource() {
         KvEventSource s = source;
         return s == null ? new KvEventSource(null, epoch, null, null, 0, null)
                 : new KvEventSource(s.instance(), epoch, s.storeUri(), s.keyScheme(), s.chunkTokens(), s.rootHash());
-    }
-
-    private void remember(KvEvent e) {
-        switch (e) {
-            case KvEvent.Stored s -> live.put(s.storeUri() + '\0' + s.chunkHash(), s);
-            case KvEvent.Removed r -> live.remove(r.storeUri() + '\0' + r.chunkHash());
-            case KvEvent.LoadFailed f -> {
-                if (f.chunkHash() != null) {
-                    live.remove(f.storeUri() + '\0' + f.chunkHash());
-                }
-            }
-            case KvEvent.AllCleared c -> live.clear();
-        }
     }
 
     private void serveReplays() {
@@ -286,10 +265,11 @@ public final class ZmqKvEventPublisher implements KvEventListener, AutoCloseable
                 }
             }
         } else if (nextSequence > 0) {
-            List<KvEvent> snapshot = new ArrayList<>(live.size() + 1);
+            List<KvEvent.Stored> held = live.snapshot();
+            List<KvEvent> snapshot = new ArrayList<>(held.size() + 1);
             long last = nextSequence - 1;
             snapshot.add(new KvEvent.AllCleared(epoch, last, source == null ? null : source.instance()));
-            snapshot.addAll(live.values());
+            snapshot.addAll(held);
             reply(identity, last, codec.encode(snapshot, System.currentTimeMillis() / 1000.0));
         }
         reply(identity, VllmKvEventCodec.END_OF_REPLAY, new byte[0]);

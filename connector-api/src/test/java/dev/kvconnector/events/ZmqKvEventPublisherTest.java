@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
@@ -125,6 +126,44 @@ class ZmqKvEventPublisherTest {
                 previous = b.sequence();
             }
             assertTrue(gap, "no sequence number was skipped after " + pub.droppedEvents() + " drops");
+        }
+    }
+
+    @Test
+    void aSnapshotAfterAFloodHoldsWhatTheConnectorToldEvenWhereTheFullQueueDroppedTheEvents() throws Exception {
+        try (ZmqKvEventPublisher pub = ZmqKvEventPublisher.bind("tcp://127.0.0.1:0", "tcp://127.0.0.1:0", "kv",
+                1, 2, 100_000);
+             ZmqKvEventSubscriber sub = new ZmqKvEventSubscriber("e", pub.publishEndpoint(), pub.replayEndpoint(),
+                     "kv")) {
+            next(sub, pub, new KvEvent.AllCleared(1, 0, "e"));
+            int chunks = 5_000;
+            long seq = 1;
+            for (int i = 0; i < chunks; i++) {
+                pub.onEvent(new KvEvent.Stored(1, seq++, "e", "shm:/s", "kvc-v1", hash(i), ROOT, 16, 2));
+            }
+            for (int i = 0; i < chunks; i += 2) {
+                pub.onEvent(new KvEvent.Removed(1, seq++, "e", "shm:/s", hash(i), RemovalReason.CONSUMED));
+            }
+            assertTrue(pub.droppedEvents() > 0, "the one-slot queue dropped nothing: the test proves nothing");
+            KvEventBatch drained;
+            do {
+                drained = sub.receive(300);
+            } while (drained != null);
+
+            List<KvEventBatch> answer = sub.replay(0, 5_000);
+
+            assertEquals(1, answer.size(), "expected one snapshot");
+            List<String> held = answer.get(0).events().stream().skip(1).map(e -> ((KvEvent.Stored) e).chunkHash())
+                    .sorted().toList();
+            List<String> odd = new ArrayList<>();
+            for (int i = 1; i < chunks; i += 2) {
+                odd.add(hash(i));
+            }
+            List<String> wrong = new ArrayList<>(held);
+            wrong.removeAll(odd);
+            assertTrue(odd.equals(held), "the snapshot after " + pub.droppedEvents() + " dropped events holds "
+                    + held.size() + " chunks where the connector left the " + odd.size() + " odd ones; "
+                    + wrong.size() + " of them removed, the first " + (wrong.isEmpty() ? "none" : wrong.get(0)));
         }
     }
 
