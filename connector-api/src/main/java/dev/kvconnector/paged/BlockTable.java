@@ -37,6 +37,18 @@ public final class BlockTable implements TokenSlots {
         return tokens;
     }
 
+    /** {@inheritDoc} Block by block: a block's rows are consecutive, so only block ids are compared. */
+    @Override
+    public int run(int token, int end) {
+        int b = token / blockSize;
+        long next = (long) (b + 1) * blockSize;
+        while (next < end && blocks[b + 1] == blocks[b] + 1) {
+            b++;
+            next += blockSize;
+        }
+        return (int) (Math.min(next, end) - token);
+    }
+
     /** Tokens per block. */
     public int blockSize() {
         return blockSize;

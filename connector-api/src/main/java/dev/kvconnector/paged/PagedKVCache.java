@@ -154,10 +154,7 @@ public final class PagedKVCache implements AutoCloseable {
         int t = from;
         while (t < to) {
             long first = checkedSlot(slots, t);
-            int run = 1;
-            while (t + run < to && slots.slot(t + run) == first + run) {
-                run++;
-            }
+            int run = slots.run(t, to);
             checkedSlot(slots, t + run - 1);
             long pagedOff = first * tokenBytes;
             long flatOff = flatOffset + (long) (t - from) * tokenBytes;

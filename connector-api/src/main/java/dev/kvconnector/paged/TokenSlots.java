@@ -10,4 +10,18 @@ public sealed interface TokenSlots permits BlockTable, SlotMapping {
 
     /** The number of tokens these slots describe. */
     int tokens();
+
+    /**
+     * How many tokens from {@code token} on, and before {@code end}, sit in consecutive slots ({@code slot(token)},
+     * {@code slot(token) + 1}, ...): at least 1 when {@code token < end}. A paged cache copies each such run in one
+     * piece.
+     */
+    default int run(int token, int end) {
+        long first = slot(token);
+        int n = 1;
+        while (token + n < end && slot(token + n) == first + n) {
+            n++;
+        }
+        return n;
+    }
 }

@@ -98,6 +98,32 @@ class PagedKVCacheTest {
         }
     }
 
+    @Property(tries = 200)
+    void aBlockTablesRunsAreTheTokensInConsecutiveSlots(@ForAll @IntRange(min = 1, max = 12) int blockCount,
+                                                       @ForAll @IntRange(min = 1, max = 5) int blockSize,
+                                                       @ForAll long seed) {
+        Random r = new Random(seed);
+        int[] blocks = new int[blockCount];
+        for (int i = 0; i < blockCount; i++) {
+            // Runs of consecutive ids, and jumps, and a block id repeated.
+            blocks[i] = i > 0 && r.nextInt(3) > 0 ? blocks[i - 1] + (r.nextInt(4) == 0 ? 0 : 1) : r.nextInt(50);
+        }
+        int tokens = 1 + r.nextInt(blockCount * blockSize);
+        BlockTable table = new BlockTable(blocks, blockSize, tokens);
+        long[] slots = new long[tokens];
+        for (int t = 0; t < tokens; t++) {
+            slots[t] = table.slot(t);
+        }
+        SlotMapping mapping = new SlotMapping(slots);
+        for (int from = 0; from < tokens; from++) {
+            for (int end = from + 1; end <= tokens; end++) {
+                assertEquals(mapping.run(from, end), table.run(from, end),
+                        "tokens [" + from + ", " + end + ") of blocks " + java.util.Arrays.toString(blocks) + " x "
+                                + blockSize);
+            }
+        }
+    }
+
     @Test
     void blockTableThatCannotHoldTheTokensIsRejected() {
         assertThrows(KVException.class, () -> new BlockTable(new int[] {1, 2}, 16, 33));
