@@ -56,6 +56,9 @@ import dev.kvconnector.memory.WordSum;
  * int status = RawTensorFormat.validate(dst, size, spec, layout.fingerprint());
  * if (status != RawTensorFormat.OK) { recompute(RawTensorFormat.describe(status)); }
  * }</pre>
+ *
+ * <p>Over 400 lines because the header is one layout: its write, its read and the check of every field, each with
+ * the miss reason a reader names, stay beside the table above that defines them.
  */
 public final class RawTensorFormat {
     /** Bytes of the header in front of the payload. */

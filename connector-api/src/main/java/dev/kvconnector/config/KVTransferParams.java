@@ -29,6 +29,9 @@ import java.util.Set;
  * </ul>
  * Any other field is kept as it came and written back, so a proxy passes through what it does not know. A known
  * field of the wrong type is an {@link ErrorCode#INVALID_ARGUMENT} error naming the field and the expected type.
+ *
+ * <p>Over 400 lines because it is one wire object: each field's JSON name, its check and its builder method stay
+ * together, so that a field is added in one place.
  */
 public final class KVTransferParams {
     private static final String SUBJECT = "kv_transfer_params";

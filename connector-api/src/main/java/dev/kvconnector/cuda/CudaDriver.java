@@ -33,6 +33,9 @@ import java.util.Optional;
  * pointers ({@code CUdeviceptr}) are {@code long}s; streams, events, contexts, modules and functions are opaque
  * {@link MemorySegment} handles ({@link MemorySegment#NULL} is the default stream). The driver is thread safe, but a
  * context must be current on the calling thread ({@link CudaContext#makeCurrent()}).
+ *
+ * <p>Over 400 lines because it binds one C API: each method is a short checked wrapper of one driver function,
+ * and they share the symbol lookup and the error mapping.
  */
 public final class CudaDriver {
     /** System property naming the driver library's path. */

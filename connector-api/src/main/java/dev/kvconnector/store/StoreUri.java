@@ -21,6 +21,9 @@ import java.util.regex.Pattern;
  *
  * <p>{@link #toString()} and {@link #masked()} never show the password, a user info without {@code :} (it may be a
  * token), or the value of an option whose name holds {@code pass}, {@code secret} or {@code token}.
+ *
+ * <p>Over 400 lines because the grammar above (host lists, bracketed IPv6 hosts, nested inner URIs, options) is
+ * parsed in one pass, and the masking of secrets must see that same parse.
  */
 public final class StoreUri {
     private static final Pattern SCHEME = Pattern.compile("[a-zA-Z][a-zA-Z0-9+.-]*");

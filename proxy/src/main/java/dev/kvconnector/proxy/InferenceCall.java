@@ -19,6 +19,10 @@ import java.util.List;
  * step is a callback there, so a chunk of D's stream goes to the client on the thread that read it. Exactly one
  * answer goes to the client: either D's (passed through), a 4xx of P or D (the client's own error, passed
  * through), or an OpenAI-style error naming the instance and cause.
+ *
+ * <p>Over 400 lines because one request's steps (P's call and its retries, the hand-over of kv_transfer_params,
+ * D's call and its retries, the stream and the one answer to the client) are callbacks on one event loop that
+ * share the request's state; split, that state would be shared between classes.
  */
 final class InferenceCall {
     private static final Logger LOG = LoggerFactory.getLogger(InferenceCall.class);

@@ -74,6 +74,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * in a throwaway comparison; a thread per exchange was the common ground of both, and the cost it leaves per chunk
  * is what the event loop removes. A client that leaves is now noticed at once, even while the proxy waits on a
  * silent upstream.
+ *
+ * <p>Over 400 lines because it is the proxy's HTTP front: each route's handler (completions, models, status,
+ * health, admin) is short, and they share the instance registry and metrics it owns. A request's flow is
+ * InferenceCall; routing is KvRouter and InstanceSelector.
  */
 public final class XpydProxy implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(XpydProxy.class);

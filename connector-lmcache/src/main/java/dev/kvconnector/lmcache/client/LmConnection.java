@@ -32,6 +32,9 @@ import java.util.List;
  * <p>PUT has no reply in either protocol version: a PUT returns once its bytes are handed to the socket, and a
  * failure of the server to store them is seen only by a later request (see {@link LmStore} for how the store
  * confirms puts).
+ *
+ * <p>Over 400 lines because one connection speaks both protocol versions: the framing, each version's headers and
+ * the checks of every reply share the socket's state.
  */
 public final class LmConnection implements AutoCloseable {
     /** Replies up to this size (bytes) that the caller does not want are read and dropped; larger ones close. */

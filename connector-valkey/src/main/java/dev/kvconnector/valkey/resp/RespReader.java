@@ -26,6 +26,9 @@ import java.util.Map;
  * <p>Error replies ({@code -ERR ...}, RESP3 {@code !}) are not exceptions here: the methods return
  * {@link #REPLY_ERROR} and {@link #lastError()} holds the message, so that a pipeline can read every reply before
  * the caller decides. Not thread-safe: one per connection.
+ *
+ * <p>Over 400 lines because RESP2 and RESP3 replies share one buffer and one set of length checks, which every
+ * reply type's reader relies on.
  */
 public final class RespReader {
     /** Returned when the reply was an error reply; see {@link #lastError()}. Never a valid length or count. */

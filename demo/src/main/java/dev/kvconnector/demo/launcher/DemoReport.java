@@ -19,6 +19,9 @@ import java.util.TreeMap;
  * {@link #text()} (the terminal) and {@link #html()} ({@code demo.html}, with {@link SvgCharts}). Times are in ms,
  * per-layer latencies in µs, sizes in bytes. Every sentence comparing runs is worded from the measured numbers,
  * together with the load average and core count they were measured under.
+ *
+ * <p>Over 400 lines because the three renderings (JSON, text, HTML) share one set of computed comparisons; apart,
+ * each would compute its own and they could disagree.
  */
 final class DemoReport {
     private static final ObjectMapper JSON = new ObjectMapper();
