@@ -76,6 +76,7 @@ public final class StoreConnector implements KVStoreConnector {
     private final PutOptions layerPutOptions;
     private final boolean claims;
     private final boolean views;
+    private final boolean pipelinedReads;
     private final boolean removes;
     private final boolean checksums;
     private final long layerTimeoutMillis;
@@ -132,6 +133,7 @@ public final class StoreConnector implements KVStoreConnector {
         var caps = store.capabilities();
         this.claims = caps.contains(StoreCapability.CLAIM);
         this.views = caps.contains(StoreCapability.VIEW);
+        this.pipelinedReads = caps.contains(StoreCapability.PIPELINED_READ);
         this.removes = caps.contains(StoreCapability.REMOVE);
         this.checksums = b.checksums;
         this.layerTimeoutMillis = b.layerTimeoutMillis;
@@ -373,6 +375,11 @@ public final class StoreConnector implements KVStoreConnector {
     /** Whether the store declares {@link StoreCapability#VIEW}. */
     boolean views() {
         return views;
+    }
+
+    /** Whether the store sends a batch read and answers it later ({@code PIPELINED_READ}). */
+    boolean pipelinedReads() {
+        return pipelinedReads;
     }
 
     boolean checksums() {

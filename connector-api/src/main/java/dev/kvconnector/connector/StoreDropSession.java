@@ -7,6 +7,7 @@ import dev.kvconnector.error.KVException;
 import dev.kvconnector.key.ChunkKeys;
 import dev.kvconnector.store.GetResult;
 import dev.kvconnector.store.KVStore;
+import dev.kvconnector.store.StoreRead;
 import dev.kvconnector.store.StoreView;
 import dev.kvconnector.tensor.DType;
 import dev.kvconnector.tensor.Tensor;
@@ -41,7 +42,16 @@ final class StoreDropSession implements DropSession {
     /** Whether a view of this request was a copy rather than the store's memory: then views save nothing. */
     private boolean viewsAreCopies;
     /** Each layer's destinations and results, reused layer after layer by the load's one thread. */
-    private final MemorySegment[] layerDsts;
+    private MemorySegment[] layerDsts;
+    /**
+     * The next layer's batch read, sent before this layer is checked and scattered so that the store prepares it
+     * meanwhile: whole-request loads from stores with {@code PIPELINED_READ}; else null.
+     */
+    private final StoreRead ahead;
+    /** The destinations, staging and layer of the read {@link #ahead} has pending. */
+    private MemorySegment[] aheadDsts;
+    private MemorySegment aheadStaging;
+    private int aheadLayer = -1;
     private final long[] layerResults;
     private final DropTarget target;
     private final DropMode mode;
@@ -69,6 +79,8 @@ final class StoreDropSession implements DropSession {
         this.requestedTokens = requestedTokens;
         this.progress = new DropProgress(connector, streaming);
         this.manifestFlags = new long[geo.chunks.length];
+        this.ahead = !streaming && connector.pipelinedReads() ? store.newRead() : null;
+        this.aheadDsts = ahead != null ? new MemorySegment[geo.chunks.length] : null;
     }
 
     /** Runs the load; a failure (not a miss) is kept and rethrown to whoever waits. */
@@ -82,6 +94,7 @@ final class StoreDropSession implements DropSession {
             return loadLayers();
         } finally {
             sink = null;
+            abandonAhead();
         }
     }
 
@@ -199,19 +212,26 @@ final class StoreDropSession implements DropSession {
         }
         long start = System.nanoTime();
         waitedNanos = 0;
-        MemorySegment staging = DropStaging.acquire(connector, geo.layerStagingBytes);
+        String[] keys = geo.layerKeys[layer];
+        long[] results = layerResults;
+        boolean sentAhead = aheadLayer == layer;
+        MemorySegment staging = sentAhead ? takeAhead(results)
+                : DropStaging.acquire(connector, geo.layerStagingBytes);
         if (staging == null) {
             return DropStaging.full(connector, requestedTokens, geo.layerStagingBytes);
         }
         try {
-            String[] keys = geo.layerKeys[layer];
             MemorySegment[] dsts = layerDsts;
-            long[] results = layerResults;
-            long bytes = 0;
-            for (int c = 0; c < chunks; c++) {
-                dsts[c] = staging.asSlice(geo.layerOffsets[c], geo.layerObjectBytes[c]);
+            if (!sentAhead) {
+                for (int c = 0; c < chunks; c++) {
+                    dsts[c] = staging.asSlice(geo.layerOffsets[c], geo.layerObjectBytes[c]);
+                }
+                store.getIntoBatch(keys, dsts, chunks, results);
             }
-            store.getIntoBatch(keys, dsts, chunks, results);
+            if (ahead != null && layer + 1 < connector.layout().numLayers()) {
+                sendAhead(layer + 1, chunks);
+            }
+            long bytes = 0;
             // With a sink that takes objects the payload sum is fused into its scatter, as from a view: the headers
             // are checked here, each payload's sum after its scatter. Otherwise the codec checks whole objects first.
             boolean fused = sink.takesObjects() && objects.fusedChecksum();
@@ -244,6 +264,65 @@ final class StoreDropSession implements DropSession {
             }
             recordLayer(start, bytes);
             return null;
+        } finally {
+            connector.staging().release(staging);
+        }
+    }
+
+    /**
+     * Waits for the read sent ahead for this layer; its staging is the caller's to release and its destinations
+     * become {@link #layerDsts}. A failed read gives its staging back and throws.
+     */
+    private MemorySegment takeAhead(long[] results) {
+        MemorySegment staging = aheadStaging;
+        aheadStaging = null;
+        aheadLayer = -1;
+        MemorySegment[] sent = aheadDsts;
+        aheadDsts = layerDsts;
+        layerDsts = sent;
+        try {
+            ahead.await(results);
+        } catch (RuntimeException e) {
+            connector.staging().release(staging);
+            throw e;
+        }
+        return staging;
+    }
+
+    /** Sends layer {@code layer}'s batch read now, when the staging pool has room for a second layer at once. */
+    private void sendAhead(int layer, int chunks) {
+        MemorySegment staging = connector.staging().tryAcquire(geo.layerStagingBytes);
+        if (staging == null) {
+            return;
+        }
+        for (int c = 0; c < chunks; c++) {
+            aheadDsts[c] = staging.asSlice(geo.layerOffsets[c], geo.layerObjectBytes[c]);
+        }
+        try {
+            store.sendGetIntoBatch(geo.layerKeys[layer], aheadDsts, chunks, ahead);
+        } catch (RuntimeException e) {
+            connector.staging().release(staging);
+            throw e;
+        }
+        aheadStaging = staging;
+        aheadLayer = layer;
+    }
+
+    /**
+     * Reads, and drops, a read sent ahead that the load ended before taking (a miss or a failure in the layer
+     * before), so that its connection and staging go back; a failure of that read goes to the error handler.
+     */
+    private void abandonAhead() {
+        if (aheadStaging == null) {
+            return;
+        }
+        MemorySegment staging = aheadStaging;
+        aheadStaging = null;
+        aheadLayer = -1;
+        try {
+            ahead.await(new long[geo.chunks.length]);
+        } catch (RuntimeException e) {
+            connector.onIoError("a layer read ahead that the drop-select no longer needed, from", e);
         } finally {
             connector.staging().release(staging);
         }

@@ -129,6 +129,27 @@ public interface KVStore extends AutoCloseable {
         }
     }
 
+    /**
+     * A handle for {@link #sendGetIntoBatch}, reused batch after batch by one thread.
+     *
+     * @throws KVException {@code UNSUPPORTED} from a store that does not declare {@link StoreCapability#PIPELINED_READ}
+     */
+    default StoreRead newRead() {
+        throw unsupported(StoreCapability.PIPELINED_READ, "newRead");
+    }
+
+    /**
+     * Sends a batch read of {@code count} objects into {@code dsts} and returns without waiting for the answers;
+     * {@link StoreRead#await} reads them. Until then the destinations belong to the store.
+     *
+     * @param read a handle from this store's {@link #newRead()} with no batch pending
+     * @throws KVException {@code UNSUPPORTED} without {@link StoreCapability#PIPELINED_READ}; {@code INVALID_ARGUMENT}
+     *     when the handle has a batch pending; what {@link #getIntoBatch} throws for a request it cannot send
+     */
+    default void sendGetIntoBatch(String[] keys, MemorySegment[] dsts, int count, StoreRead read) {
+        throw unsupported(StoreCapability.PIPELINED_READ, "sendGetIntoBatch");
+    }
+
     /** Removes {@code count} keys; returns how many existed. */
     default int removeBatch(String[] keys, int count) {
         int n = 0;

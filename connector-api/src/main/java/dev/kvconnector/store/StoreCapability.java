@@ -39,6 +39,11 @@ public enum StoreCapability {
      * dereference them.
      */
     DEVICE_MEMORY,
+    /**
+     * Implements {@link KVStore#sendGetIntoBatch}: a batch read is sent at once and answered later, so that the
+     * store (a server) prepares the next objects while the caller checks and copies the last ones.
+     */
+    PIPELINED_READ,
     /** Expires entries by itself when a put carries a TTL. */
     NATIVE_TTL,
     /** Overrides the batch operations with something faster than a loop (one round trip, one call). */

@@ -1,8 +1,11 @@
 package dev.kvconnector.connector;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.kvconnector.error.ErrorCode;
+import dev.kvconnector.error.KVException;
 import dev.kvconnector.key.RequestTokens;
 import dev.kvconnector.layout.KVLayout;
 import dev.kvconnector.paged.BlockTable;
@@ -22,8 +25,21 @@ class StoreCapabilityPathsTest {
 
     /** Inserts from and drop-selects into host paged caches; returns the store double after checking the bytes. */
     private static CountingStoreTestDouble roundTrip(Set<StoreCapability> capabilities, DropMode mode) {
-        CountingStoreTestDouble store = new CountingStoreTestDouble(KVStores.open("memory:?capacity=1GiB"),
-                capabilities);
+        CountingStoreTestDouble store = store(capabilities);
+        DropResult r = roundTrip(store, mode);
+        assertTrue(r.isComplete(), r.toString());
+        return store;
+    }
+
+    private static CountingStoreTestDouble store(Set<StoreCapability> capabilities) {
+        return new CountingStoreTestDouble(KVStores.open("memory:?capacity=1GiB"), capabilities);
+    }
+
+    /**
+     * Inserts from and drop-selects into host paged caches over {@code store}; checks the bytes of a complete
+     * drop-select, and that the drop-select gave back every staging lease however it ended.
+     */
+    private static DropResult roundTrip(CountingStoreTestDouble store, DropMode mode) {
         int[] ids = new int[TOKENS];
         for (int i = 0; i < TOKENS; i++) {
             ids[i] = 40 + i;
@@ -45,8 +61,15 @@ class StoreCapabilityPathsTest {
                 }
                 insert.commit();
             }
-            DropResult r = kv.dropSelect(prompt, DropTarget.paged(target, to));
-            assertTrue(r.isComplete(), r.toString());
+            DropResult r;
+            try {
+                r = kv.dropSelect(prompt, DropTarget.paged(target, to));
+            } finally {
+                assertEquals(0, ((StoreConnector) kv).staging().outstandingLeases(), "a staging lease was kept");
+            }
+            if (!r.isComplete()) {
+                return r;
+            }
             long tb = LAYOUT.bytesPerTokenPerTensor();
             for (int l = 0; l < LAYOUT.numLayers(); l++) {
                 for (int t = 0; t < TOKENS; t++) {
@@ -55,8 +78,8 @@ class StoreCapabilityPathsTest {
                             "layer " + l + " token " + t);
                 }
             }
+            return r;
         }
-        return store;
     }
 
     @Test
@@ -81,6 +104,35 @@ class StoreCapabilityPathsTest {
         assertEquals(LAYOUT.numLayers(), s.immutablePutBatches.get(), "kvc-v1 layer puts promise immutability, "
                 + "manifests do not");
         assertEquals(LAYOUT.numLayers() + 1, s.getIntos.get(), "one batch read per layer, after the manifests");
+    }
+
+    @Test
+    void aStoreThatAnswersReadsLaterIsSentEachNextLayerBeforeTheLayerIsChecked() {
+        CountingStoreTestDouble s = roundTrip(EnumSet.of(StoreCapability.PIPELINED_READ, StoreCapability.REMOVE,
+                StoreCapability.BATCH), DropMode.CONSUME);
+        assertEquals(LAYOUT.numLayers() - 1, s.sentReads.get(), "every layer after the first is sent ahead");
+        assertEquals(2, s.getIntos.get(), "the manifests and the first layer are read at once");
+    }
+
+    @Test
+    void aLoadThatEndsOnACorruptLayerAwaitsTheLayerSentAheadAndKeepsNoStaging() {
+        CountingStoreTestDouble store = store(EnumSet.of(StoreCapability.PIPELINED_READ, StoreCapability.REMOVE,
+                StoreCapability.BATCH));
+        store.corruptBatchRead = 2;
+        DropResult r = roundTrip(store, DropMode.RETAIN);
+        assertEquals(MissReason.CORRUPT, r.reason(), r.toString());
+        assertEquals(1, store.sentReads.get(), "layer 1 was sent ahead of layer 0's check, and nothing after");
+    }
+
+    @Test
+    void aLayerSentAheadThatFailsFailsTheDropSelectWithTheStoresError() {
+        CountingStoreTestDouble store = store(EnumSet.of(StoreCapability.PIPELINED_READ, StoreCapability.REMOVE,
+                StoreCapability.BATCH));
+        store.awaitFailure = KVException.of(ErrorCode.STORE_UNREACHABLE, "closed the connection mid-reply")
+                .store(store.uri()).operation("getIntoBatch").build();
+        KVException e = assertThrows(KVException.class, () -> roundTrip(store, DropMode.RETAIN));
+        assertEquals(ErrorCode.STORE_UNREACHABLE, e.code());
+        assertTrue(e.getMessage().contains("mid-reply"), e.getMessage());
     }
 
     @Test

@@ -16,6 +16,7 @@ import dev.kvconnector.store.PutOptions;
 import dev.kvconnector.store.StoreCapability;
 import dev.kvconnector.store.StoreClaim;
 import dev.kvconnector.store.StoreEvent;
+import dev.kvconnector.store.StoreRead;
 import dev.kvconnector.store.StoreSubscription;
 import dev.kvconnector.store.StoreView;
 import java.lang.foreign.Arena;
@@ -162,6 +163,37 @@ public abstract class KVStoreContract {
         assertFalse(store.exists(key("rm")));
         assertTrue(GetResult.isMiss(store.getInto(key("rm"), arena.allocate(10))));
         assertFalse(store.remove(key("rm")));
+    }
+
+    @Test
+    void aPipelinedReadIsAnsweredAtItsAwaitAndTheHandleServesBatchAfterBatch() {
+        assumeTrue(declares(StoreCapability.PIPELINED_READ), "the store does not declare PIPELINED_READ");
+        MemorySegment a = Segments.random(arena, 70_000, 31);
+        MemorySegment b = Segments.random(arena, 100, 32);
+        store.put(key("ra"), a, PutOptions.DEFAULT);
+        store.put(key("rb"), b, PutOptions.DEFAULT);
+        StoreRead read = store.newRead();
+        MemorySegment[] dsts = {arena.allocate(70_000), arena.allocate(50), arena.allocate(10)};
+        long[] results = new long[3];
+        assertFalse(read.isPending());
+
+        for (int round = 0; round < 2; round++) {
+            store.sendGetIntoBatch(new String[] {key("ra"), key("rb"), key("absent")}, dsts, 3, read);
+            assertTrue(read.isPending());
+            KVException twice = assertThrows(KVException.class,
+                    () -> store.sendGetIntoBatch(new String[] {key("ra")}, dsts, 1, read));
+            assertEquals(ErrorCode.INVALID_ARGUMENT, twice.code(), "a second batch on a pending handle");
+            read.await(results);
+
+            assertFalse(read.isPending());
+            assertEquals(70_000, results[0]);
+            assertTrue(Segments.equal(a, dsts[0], 70_000));
+            assertEquals(100, GetResult.requiredSize(results[1]), "100 bytes into 50");
+            assertTrue(GetResult.isMiss(results[2]));
+        }
+        assertEquals(ErrorCode.INVALID_ARGUMENT, assertThrows(KVException.class, () -> read.await(results)).code(),
+                "an await with nothing sent");
+        assertEquals(1, store.getInto(key("rb"), arena.allocate(100)) / 100, "the store serves other calls after");
     }
 
     @Test

@@ -7,6 +7,7 @@ import dev.kvconnector.store.KVStore;
 import dev.kvconnector.store.PutOptions;
 import dev.kvconnector.store.StoreCapability;
 import dev.kvconnector.store.StoreEventListener;
+import dev.kvconnector.store.StoreRead;
 import dev.kvconnector.store.StoreSubscription;
 import dev.kvconnector.store.StoreUri;
 import dev.kvconnector.store.SubscriptionThread;
@@ -288,7 +289,7 @@ public final class ValkeyStore implements KVStore {
     @Override
     public Set<StoreCapability> capabilities() {
         return EnumSet.of(StoreCapability.NATIVE_TTL, StoreCapability.BATCH, StoreCapability.SHARED_ACROSS_PROCESSES,
-                StoreCapability.REMOVE, StoreCapability.EVENTS);
+                StoreCapability.REMOVE, StoreCapability.EVENTS, StoreCapability.PIPELINED_READ);
     }
 
     /**
@@ -470,13 +471,95 @@ public final class ValkeyStore implements KVStore {
         if (count == 0) {
             return;
         }
+        readReplies(sendGets(keys, count), keys, dsts, count, results);
+    }
+
+    @Override
+    public StoreRead newRead() {
+        return new PipelinedRead();
+    }
+
+    /** {@inheritDoc} The GETs go out on a connection of the pool, which the read holds until it is awaited. */
+    @Override
+    public void sendGetIntoBatch(String[] keys, MemorySegment[] dsts, int count, StoreRead read) {
+        if (!(read instanceof PipelinedRead r) || r.store() != this) {
+            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "the read handle is not from this store's newRead()")
+                    .store(uri()).operation(OP_GET_BATCH).build();
+        }
+        if (r.isPending()) {
+            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "the read handle has a batch pending: await it first")
+                    .store(uri()).operation(OP_GET_BATCH).build();
+        }
+        checkBatch(OP_GET_BATCH, keys, count, dsts.length, count);
+        for (int i = 0; i < count; i++) {
+            checkKey(OP_GET_BATCH, keys[i]);
+            checkWritable(OP_GET_BATCH, keys[i], dsts[i]);
+        }
+        r.sent(count == 0 ? null : sendGets(keys, count), keys, dsts, count);
+    }
+
+    /** A batch of GETs sent on a borrowed connection and not yet read. */
+    private final class PipelinedRead implements StoreRead {
+        private RespConnection connection;
+        private String[] keys;
+        private MemorySegment[] dsts;
+        private int count;
+        private boolean pending;
+
+        ValkeyStore store() {
+            return ValkeyStore.this;
+        }
+
+        void sent(RespConnection c, String[] k, MemorySegment[] d, int n) {
+            connection = c;
+            keys = k;
+            dsts = d;
+            count = n;
+            pending = true;
+        }
+
+        @Override
+        public boolean isPending() {
+            return pending;
+        }
+
+        @Override
+        public void await(long[] results) {
+            if (!pending) {
+                throw KVException.of(ErrorCode.INVALID_ARGUMENT, "no batch read was sent on this handle")
+                        .store(uri()).operation(OP_GET_BATCH).build();
+            }
+            RespConnection c = connection;
+            pending = false;
+            connection = null;
+            if (c != null) {
+                readReplies(c, keys, dsts, count, results);
+            }
+        }
+    }
+
+    /** Borrows a connection and sends a GET per key in one write; on a failure the connection is discarded. */
+    private RespConnection sendGets(String[] keys, int count) {
         RespConnection c = pool.borrow(OP_GET_BATCH, keys[0]);
-        boolean clean = false;
+        boolean sent = false;
         try {
             for (int i = 0; i < count; i++) {
                 c.writer().array(2).raw(GET).bulk(keys[i]);
             }
             c.writer().flush();
+            sent = true;
+            return c;
+        } finally {
+            if (!sent) {
+                pool.release(c, false);
+            }
+        }
+    }
+
+    /** Reads the replies of {@link #sendGets} in order, then gives the connection back; throws the first error. */
+    private void readReplies(RespConnection c, String[] keys, MemorySegment[] dsts, int count, long[] results) {
+        boolean clean = false;
+        try {
             int failed = -1;
             String error = null;
             for (int i = 0; i < count; i++) {

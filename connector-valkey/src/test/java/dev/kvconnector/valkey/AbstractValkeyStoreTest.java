@@ -82,9 +82,10 @@ abstract class AbstractValkeyStoreTest {
     }
 
     @Test
-    void declaresTtlBatchSharingRemoveAndEvents() {
+    void declaresTtlBatchSharingRemoveEventsAndPipelinedReads() {
         assertEquals(java.util.Set.of(StoreCapability.NATIVE_TTL, StoreCapability.BATCH,
-                StoreCapability.SHARED_ACROSS_PROCESSES, StoreCapability.REMOVE, StoreCapability.EVENTS),
+                StoreCapability.SHARED_ACROSS_PROCESSES, StoreCapability.REMOVE, StoreCapability.EVENTS,
+                StoreCapability.PIPELINED_READ),
                 store.capabilities());
     }
 

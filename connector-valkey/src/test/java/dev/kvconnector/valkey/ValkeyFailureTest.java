@@ -12,6 +12,7 @@ import dev.kvconnector.store.GetResult;
 import dev.kvconnector.store.KVStore;
 import dev.kvconnector.store.KVStores;
 import dev.kvconnector.store.PutOptions;
+import dev.kvconnector.store.StoreRead;
 import dev.kvconnector.valkey.testing.RedisServerProcess;
 import dev.kvconnector.valkey.testing.Segments;
 import java.lang.foreign.Arena;
@@ -81,6 +82,31 @@ class ValkeyFailureTest {
             server.restart();
             assertEquals(GetResult.MISS, store.getInto("big", dst), "a restarted server without persistence is empty");
             assertTrue(store.put("after", v.asSlice(0, 10), PutOptions.DEFAULT));
+        }
+    }
+
+    @Test
+    void serverKilledBetweenAPipelinedReadAndItsAwaitFailsTheAwaitClearlyAndTheNextCallReconnects()
+            throws Exception {
+        try (RedisServerProcess server = RedisServerProcess.start();
+             KVStore store = KVStores.open("valkey://" + server.hostPort() + "?timeout=20s&pool=1");
+             Arena arena = Arena.ofShared()) {
+            MemorySegment v = Segments.random(arena, 1 << 20, '#', 3);
+            assertTrue(store.put("layer", v, PutOptions.DEFAULT));
+            StoreRead read = store.newRead();
+            MemorySegment[] dsts = {Segments.zeroed(arena, 1 << 20)};
+            // Paused, the server answers nothing, so the kill lands before any reply byte.
+            server.pause();
+            store.sendGetIntoBatch(new String[] {"layer"}, dsts, 1, read);
+            server.kill();
+
+            KVException e = assertThrows(KVException.class, () -> read.await(new long[1]));
+
+            assertEquals(ErrorCode.STORE_UNREACHABLE, e.code(), e.getMessage());
+            assertTrue(e.getMessage().contains(server.hostPort()) && e.getMessage().contains("layer"), e.getMessage());
+            assertTrue(!read.isPending(), "a failed await leaves the handle free");
+            server.restart();
+            assertEquals(GetResult.MISS, store.getInto("layer", dsts[0]), "the pool's one connection was replaced");
         }
     }
 
