@@ -24,11 +24,14 @@ import java.util.stream.Collectors;
  *     [--load-before "0.52 0.61 0.70"] [--load-after "..."] [--merge-to DIR/jmh-quick.json] result.json...
  * </pre>
  * With {@code --merge-to}, the inputs are also written there as one JMH JSON array, so a run made of several JMH
- * invocations leaves one results file. A section headed {@link #KEPT_SECTION} in the {@code REPORT.md} being
- * replaced is kept, at the end.
+ * invocations leaves one results file. The {@code REPORT.md} being replaced keeps its hand-written part, from the
+ * heading {@link #KEPT_SECTION} to its end, after the generated tables.
  */
 public final class ReportMain {
-    /** The heading of the section that {@link #main} carries over from the report it replaces. */
+    /**
+     * The heading of the first hand-written section: {@link #main} carries it and every section after it over from
+     * the report it replaces.
+     */
     static final String KEPT_SECTION = "## Connector core: before and after";
 
     /**
@@ -88,17 +91,17 @@ public final class ReportMain {
     }
 
     /**
-     * The hand-kept section of an earlier report, {@link #KEPT_SECTION} up to the next {@code ## } heading or the
-     * end, with a blank line in front; empty when there is none. Its figures come from runs that one generated report
-     * cannot hold (a before and an after, on two builds), so a new run keeps it instead of dropping it.
+     * The hand-written part of an earlier report, from {@link #KEPT_SECTION} to the end, with a blank line in front;
+     * empty when there is none. Its figures come from runs that one generated report cannot hold (a before and an
+     * after on two builds, two-process runs, runs with their own floors), so a new run keeps them instead of
+     * dropping them.
      */
     static String keptSection(String report) {
         int start = report.indexOf(KEPT_SECTION);
         if (start < 0) {
             return "";
         }
-        int end = report.indexOf("\n## ", start + KEPT_SECTION.length());
-        return "\n" + report.substring(start, end < 0 ? report.length() : end + 1).stripTrailing() + "\n";
+        return "\n" + report.substring(start).stripTrailing() + "\n";
     }
 
     /** Concatenates JMH JSON arrays into one. */

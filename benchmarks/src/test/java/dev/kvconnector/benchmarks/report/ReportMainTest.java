@@ -228,11 +228,11 @@ class ReportMainTest {
     }
 
     @Test
-    void theHandKeptConnectorCoreSectionSurvivesARegeneratedReport() {
+    void theHandWrittenSectionsFromConnectorCoreOnSurviveARegeneratedReport() {
         String old = "# Report\n\n## llama3-8b\n\n| a |\n\n" + ReportMain.KEPT_SECTION + "\n\nbefore 1.6x\n\n"
-                + "## Later\n\nnot kept\n";
+                + "## Peer to peer\n\nkept too\n\n";
         String kept = ReportMain.keptSection(old);
-        assertEquals("\n" + ReportMain.KEPT_SECTION + "\n\nbefore 1.6x\n", kept);
+        assertEquals("\n" + ReportMain.KEPT_SECTION + "\n\nbefore 1.6x\n\n## Peer to peer\n\nkept too\n", kept);
         assertEquals("", ReportMain.keptSection("# Report\n\n## llama3-8b\n"));
         assertTrue(ReportMain.keptSection("x\n" + ReportMain.KEPT_SECTION + "\n\nlast\n").endsWith("last\n"));
     }
