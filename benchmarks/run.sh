@@ -34,7 +34,8 @@ fi
 # MooncakeBindingBenchmark measures one call, not a layer: benchmarks/mooncake-call-cost.sh runs it beside C.
 # AgronaShmComparison measures primitives, not a layer; benchmarks/README.md gives its command and results.
 # TransferEngineBenchmark and P2pConnectorBenchmark start a peer JVM and carry their own socket floor; benchmarks/README.md gives their commands.
-NOT_LAYERS="-e MooncakeBindingBenchmark -e AgronaShmComparison -e TransferEngineBenchmark -e P2pConnectorBenchmark"
+# TieredReadBenchmark compares tiered: with each tier alone; REPORT.md's tiered: sections give its command and results.
+NOT_LAYERS="-e MooncakeBindingBenchmark -e AgronaShmComparison -e TransferEngineBenchmark -e P2pConnectorBenchmark -e TieredReadBenchmark"
 case "$MODE" in
   quick)
     # Every backend at Llama-3-8B 1024 tokens (including the two-process shm: hand-over, 4 MiB); the layer-level
@@ -44,13 +45,13 @@ case "$MODE" in
     # Llama-3-8B 1024 tokens only, which keeps their cost to about 80 s. SET_STORES says which store list each set gets: "all", or "removable" (all but lm://).
     ONCE="-e ConnectorBenchmark -e SocketBaseline.echo -e ShmCrossProcessBenchmark -e LmChunkBenchmark"
     SETS=("-p model=llama3-8b -p tokens=1024 $NOT_LAYERS -e ConnectorBenchmark"
-          "ConnectorBenchmark -p model=llama3-8b -p tokens=1024"
+          "\\.ConnectorBenchmark\\. -p model=llama3-8b -p tokens=1024"
           "-p model=llama3-8b -p tokens=4096 $ONCE $NOT_LAYERS"
           "-p model=qwen2.5-0.5b,deepseek-v3-mla -p tokens=1024 $ONCE $NOT_LAYERS")
     SET_STORES=(all removable removable removable)
     TIMING=(-f 1 -wi 2 -w 400ms -i 3 -r 400ms) ;;
   full)
-    SETS=("$NOT_LAYERS -e ConnectorBenchmark" "ConnectorBenchmark")
+    SETS=("$NOT_LAYERS -e ConnectorBenchmark" "\\.ConnectorBenchmark\\.")
     SET_STORES=(all removable)
     TIMING=(-f 2 -wi 3 -w 1s -i 5 -r 1s) ;;
   *)

@@ -98,7 +98,12 @@ public final class LatencyTable {
         Series s = row.series();
         Optional<Row> floor = s.role() == Series.Role.FLOOR ? Optional.empty() : floorFor(s, shape);
         List<Ratio> peers = new ArrayList<>();
-        if (s.role() == Series.Role.OURS) {
+        Optional<Row> hot = wholeRequestInMemory(s)
+                ? shape.stream().filter(f -> f.series().backend().equals(Series.HOT_FLOOR)).findFirst()
+                : Optional.empty();
+        if (hot.isPresent()) {
+            peers.add(new Ratio(hot.get().series().label(), row.p50Us() / hot.get().p50Us()));
+        } else if (s.role() == Series.Role.OURS) {
             for (Row p : shape) {
                 Series ps = p.series();
                 boolean memoryPeer = s.domain() == Series.Domain.MEMORY && !handOver(s)
@@ -121,7 +126,22 @@ public final class LatencyTable {
         return s.direction() == Series.Direction.HAND_OVER;
     }
 
+    /**
+     * A whole request moved in this process (ours, or a reference copy of one): it streams the request's bytes from DRAM, so its floor is a copy of the
+     * same working set, where one was measured, and the hot floor (one layer from cache) is shown beside it.
+     */
+    private static boolean wholeRequestInMemory(Series s) {
+        return s.domain() == Series.Domain.MEMORY && s.perRequest() && s.role() != Series.Role.FLOOR;
+    }
+
     private static Optional<Row> floorFor(Series s, List<Row> shape) {
+        if (wholeRequestInMemory(s)) {
+            Optional<Row> sameWorkingSet = shape.stream()
+                    .filter(f -> f.series().backend().equals(Series.SAME_WORKING_SET_FLOOR)).findFirst();
+            if (sameWorkingSet.isPresent()) {
+                return sameWorkingSet;
+            }
+        }
         return shape.stream().filter(f -> f.series().role() == Series.Role.FLOOR).filter(f -> switch (s.domain()) {
             case MEMORY -> f.series().backend().equals("memcpy") && handOver(f.series()) == handOver(s);
             case NETWORK -> f.series().backend().equals("socket") && f.series().direction() == s.direction();

@@ -179,9 +179,11 @@ public final class ReportMain {
             return;
         }
         md.append("## Ratios at a glance\n\n");
-        md.append("Median per layer over the median of its floor at the same size (memcpy for in-process stores, the "
-                + "raw socket's send+ack for puts and fetch for gets over the network). 1.00x is the floor; lower "
-                + "is better.\n\n");
+        md.append("Median per layer over the median of its floor at the same size: memcpy of one layer for in-process "
+                + "stores, one copy of the whole request (the same-working-set floor, from DRAM) for in-process "
+                + "connector rows, which move a request (the per-model tables put the hot floor beside it), and the "
+                + "raw socket's send+ack for puts and fetch for gets over the network. 1.00x is the floor; lower is "
+                + "better.\n\n");
         md.append("| model | tokens | ").append(String.join(" | ", columns)).append(" |\n");
         md.append("|---|---:|").append("---:|".repeat(columns.size())).append('\n');
         for (var e : byShape.entrySet()) {

@@ -21,6 +21,11 @@ public record Series(String backend, String op, Domain domain, Direction directi
     /** Who the series belongs to. */
     public enum Role { FLOOR, PEER, OURS }
 
+    /** The same-working-set floor's backend: one copy of a whole request, memory to memory, from DRAM. */
+    public static final String SAME_WORKING_SET_FLOOR = "memcpy request-sized (same-working-set floor)";
+    /** The hot floor's backend: one layer copied over and over, from cache. */
+    public static final String HOT_FLOOR = "memcpy one layer, hot (hot floor)";
+
     /** Backend and operation, as the report and the chart's legend print them. */
     public String label() {
         return backend + " " + op;
@@ -53,11 +58,13 @@ public record Series(String backend, String op, Domain domain, Direction directi
             };
             case "StoreLayerBenchmark" -> ours(r.param("store", "?"), "store", m, false);
             case "ConnectorBenchmark" -> switch (m) {
-                // The two floors measured in the connector's own run; the report's own floor stays MemcpyBaseline's.
-                case "floorSameWorkingSet" -> new Series("memcpy request-sized (same-working-set floor)", "copy",
+                // The two floors measured in the connector's own run: an in-memory request is judged against the
+                // same-working-set floor, and the hot floor is shown beside it (LatencyTable).
+                case "floorSameWorkingSet" -> new Series(SAME_WORKING_SET_FLOOR, "copy", Domain.MEMORY,
+                        Direction.COPY, Role.FLOOR, true);
+                case "floorHotLayer" -> new Series(HOT_FLOOR, "copy", Domain.MEMORY, Direction.COPY, Role.FLOOR, false);
+                case "sameWorkingSetInChunks" -> new Series("memcpy request-sized in 64 KiB pieces", "copy",
                         Domain.MEMORY, Direction.COPY, Role.PEER, true);
-                case "floorHotLayer" -> new Series("memcpy one layer, hot (hot floor)", "copy", Domain.MEMORY,
-                        Direction.COPY, Role.PEER, false);
                 default -> ours(r.param("store", "?"), "paged".equals(r.param("source", "contiguous"))
                         ? "connector paged" : "connector", m, true);
             };

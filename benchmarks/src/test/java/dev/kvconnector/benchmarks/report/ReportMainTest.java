@@ -169,6 +169,36 @@ class ReportMainTest {
     }
 
     @Test
+    void anInMemoryConnectorIsJudgedAgainstTheSameWorkingSetFloorWithTheHotFloorBeside() {
+        String pkg = "dev.kvconnector.benchmarks.";
+        Map<String, String> shape = Map.of("model", "llama3-8b", "tokens", "1024");
+        Map<String, String> memory = Map.of("model", "llama3-8b", "tokens", "1024", "store", "memory:?capacity=2GiB",
+                "source", "paged");
+        List<BenchResult> run = List.of(
+                result(pkg + "MemcpyBaseline.copy", shape, 300),
+                result(pkg + "ChronicleBytesBaseline.copy", shape, 290),
+                result(pkg + "ConnectorBenchmark.floorSameWorkingSet", shape, 32 * 500),
+                result(pkg + "ConnectorBenchmark.floorHotLayer", shape, 320),
+                result(pkg + "ConnectorBenchmark.sameWorkingSetInChunks", shape, 32 * 650),
+                result(pkg + "ConnectorBenchmark.insert", memory, 32 * 640),
+                result(pkg + "StoreLayerBenchmark.put", Map.of("model", "llama3-8b", "tokens", "1024", "store",
+                        "memory:?capacity=2GiB"), 330));
+        List<LatencyTable.Row> table = LatencyTable.build(run);
+
+        LatencyTable.Row insert = only(table, "memory: connector paged insert");
+        assertEquals(Series.SAME_WORKING_SET_FLOOR + " copy", insert.floor());
+        assertEquals(640.0 / 500, insert.floorRatio(), EPS);
+        assertEquals(List.of(new LatencyTable.Ratio(Series.HOT_FLOOR + " copy", 2.0)), insert.peers());
+        LatencyTable.Row pieces = only(table, "memcpy request-sized in 64 KiB pieces copy");
+        assertEquals(Series.SAME_WORKING_SET_FLOOR + " copy", pieces.floor(), "a labelled row, judged like a request");
+        assertEquals(1.3, pieces.floorRatio(), EPS);
+        LatencyTable.Row put = only(table, "memory: store put");
+        assertEquals("memcpy copy", put.floor(), "a layer-level store keeps the layer's floor");
+        assertEquals(1.1, put.floorRatio(), EPS);
+        assertEquals(Series.Role.FLOOR, only(table, Series.HOT_FLOOR + " copy").series().role());
+    }
+
+    @Test
     void theMooncakeDoubleIsInProcessAndLmChunksAreOnTheNetwork() {
         String pkg = "dev.kvconnector.benchmarks.";
         Map<String, String> shape = Map.of("model", "llama3-8b", "tokens", "1024");
