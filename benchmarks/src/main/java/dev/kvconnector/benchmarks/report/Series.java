@@ -53,6 +53,8 @@ public record Series(String backend, String op, Domain domain, Direction directi
                 case "handOff" -> new Series("pipe", "hand-off", Domain.OTHER, Direction.HAND_OVER, Role.FLOOR, false);
                 case "putThenPeerDropSelectWokenByPipe" -> new Series("shm: 2 processes",
                         "put+drop-select, peer woken by pipe", Domain.MEMORY, Direction.HAND_OVER, Role.OURS, false);
+                case "claimThenPeerViewSelect" -> new Series("shm: 2 processes", "claim+view-select", Domain.MEMORY,
+                        Direction.HAND_OVER, Role.OURS, false);
                 default -> new Series("shm: 2 processes", "put+drop-select", Domain.MEMORY, Direction.HAND_OVER,
                         Role.OURS, false);
             };

@@ -145,7 +145,8 @@ class ReportMainTest {
                 result(pkg + "ShmCrossProcessBenchmark.putThenPeerDropSelect", shm, 364),
                 result(pkg + "ShmCrossProcessBenchmark.handOff", shm, 15),
                 result(pkg + "ShmCrossProcessBenchmark.putThenPeerDropSelectWokenByPipe", shm, 520),
-                result(pkg + "ShmCrossProcessBenchmark.twoCopiesOnTwoCores", shm, 280));
+                result(pkg + "ShmCrossProcessBenchmark.twoCopiesOnTwoCores", shm, 280),
+                result(pkg + "ShmCrossProcessBenchmark.claimThenPeerViewSelect", shm, 312));
         List<LatencyTable.Row> table = LatencyTable.build(run);
         LatencyTable.Row handOver = only(table, "shm: 2 processes put+drop-select");
         assertEquals("memcpy 2 copies", handOver.floor());
@@ -153,6 +154,9 @@ class ReportMainTest {
         assertEquals(List.of(new LatencyTable.Ratio("memcpy 2 copies on 2 cores", 1.3)), handOver.peers(),
                 "the two-core floor, and not Chronicle's single copy, is the hand-over's second comparison");
         assertEquals("memcpy 2 copies", only(table, "memcpy 2 copies on 2 cores").floor());
+        LatencyTable.Row claimView = only(table, "shm: 2 processes claim+view-select");
+        assertEquals("memcpy 2 copies", claimView.floor());
+        assertEquals(1.2, claimView.floorRatio(), EPS);
         LatencyTable.Row woken = only(table, "shm: 2 processes put+drop-select, peer woken by pipe");
         assertEquals("memcpy 2 copies", woken.floor());
         assertEquals(2.0, woken.floorRatio(), EPS);
