@@ -362,6 +362,8 @@ public final class TieredStore implements KVStore {
     public boolean remove(String key) {
         checkOpen("remove", key);
         requireRemove("remove", key);
+        // A copy below whose removal is still pending was already gone for this store's readers.
+        boolean goneBelow = removedBelow(key);
         if (writeBack != null) {
             writeBack.cancel(key);
         }
@@ -369,7 +371,8 @@ public final class TieredStore implements KVStore {
         KVException first = null;
         for (int i = 0; i < tiers.length; i++) {
             try {
-                existed |= tiers[i].remove(key);
+                boolean removed = tiers[i].remove(key);
+                existed |= removed && (i == 0 || !goneBelow);
             } catch (KVException e) {
                 stats[i].error();
                 if (i == 0) {

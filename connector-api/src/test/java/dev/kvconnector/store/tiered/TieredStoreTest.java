@@ -147,6 +147,7 @@ class TieredStoreTest {
         assertTrue(GetResult.isMiss(store.getInto("k", arena.allocate(4000))),
                 "the tiered store read a removed key from the lower tier that its write-back reached");
         assertFalse(store.exists("k"));
+        assertFalse(store.remove("k"), "a second remove found the key its readers no longer see");
         remote.openGate();
         assertTrue(store.flush(10_000));
         assertFalse(remote.inner().exists("k"), "the write-back that went out was not undone");
