@@ -7,6 +7,7 @@ import dev.kvconnector.store.KVStore;
 import dev.kvconnector.store.PutOptions;
 import dev.kvconnector.store.StoreCapability;
 import dev.kvconnector.store.StoreEventListener;
+import dev.kvconnector.store.StoreRead;
 import dev.kvconnector.store.StoreSubscription;
 import dev.kvconnector.store.StoreUri;
 import dev.kvconnector.valkey.resp.RespReader;
@@ -277,7 +278,7 @@ public final class ValkeyClusterStore implements KVStore {
     @Override
     public Set<StoreCapability> capabilities() {
         return EnumSet.of(StoreCapability.NATIVE_TTL, StoreCapability.BATCH, StoreCapability.SHARED_ACROSS_PROCESSES,
-                StoreCapability.REMOVE);
+                StoreCapability.REMOVE, StoreCapability.PIPELINED_READ);
     }
 
     /**
@@ -375,14 +376,7 @@ public final class ValkeyClusterStore implements KVStore {
             try {
                 single.getIntoBatch(keys, dsts, count, results);
             } catch (Redirect | KVException r) {
-                if (r instanceof KVException e) {
-                    ownerAfterFailure(e, single, ClusterSlots.slot(keys[0]), "getIntoBatch", keys[0]);
-                }
-                for (int i = 0; i < count; i++) {
-                    if (results[i] == RespReader.REPLY_ERROR || r instanceof KVException) {
-                        results[i] = route(GET, keys[i], dsts[i], null);
-                    }
-                }
+                readAgain(r, single, keys, dsts, count, results);
             }
             return;
         }
@@ -410,6 +404,112 @@ public final class ValkeyClusterStore implements KVStore {
             }
             for (int j = 0; j < n; j++) {
                 results[idx.get(j)] = res[j];
+            }
+        }
+    }
+
+    /**
+     * After a batch read of {@code owner} failed with {@code r}: follows a failover (an unreachable master), then
+     * reads each key again on its own route, all of them after a failure, those answered with an error after
+     * redirects.
+     */
+    private void readAgain(RuntimeException r, ValkeyStore owner, String[] keys, MemorySegment[] dsts, int count,
+                           long[] results) {
+        if (r instanceof KVException e) {
+            ownerAfterFailure(e, owner, ClusterSlots.slot(keys[0]), "getIntoBatch", keys[0]);
+        }
+        for (int i = 0; i < count; i++) {
+            if (results[i] == RespReader.REPLY_ERROR || r instanceof KVException) {
+                results[i] = route(GET, keys[i], dsts[i], null);
+            }
+        }
+    }
+
+    @Override
+    public StoreRead newRead() {
+        return new ClusterRead();
+    }
+
+    /**
+     * {@inheritDoc} A batch whose keys one master owns (a request's hash-tagged keys) is sent to that master now; a
+     * batch over several masters, or one that could not be sent, is read at the await by {@link #getIntoBatch}, with
+     * its redirects and failover.
+     */
+    @Override
+    public void sendGetIntoBatch(String[] keys, MemorySegment[] dsts, int count, StoreRead read) {
+        if (!(read instanceof ClusterRead r) || r.store() != this) {
+            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "the read handle is not from this store's newRead()")
+                    .store(uri.masked()).operation("getIntoBatch").build();
+        }
+        if (r.pending) {
+            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "the read handle has a batch pending: await it first")
+                    .store(uri.masked()).operation("getIntoBatch").build();
+        }
+        checkBatch("getIntoBatch", keys, count, dsts.length, count);
+        ValkeyStore single = count > 0 ? singleOwner("getIntoBatch", keys, count) : null;
+        StoreRead sent = null;
+        if (single != null) {
+            StoreRead inner = r.on(single);
+            try {
+                single.sendGetIntoBatch(keys, dsts, count, inner);
+                sent = inner;
+            } catch (KVException e) {
+                LOG.debug("sending a read to {} failed ({}); reading it at the await", single.endpoint().hostPort(),
+                        e.getMessage());
+            }
+        }
+        r.sent(keys, dsts, count, single, sent);
+    }
+
+    /** A batch sent to one master, or kept to be read at the await. */
+    private final class ClusterRead implements StoreRead {
+        private final Map<ValkeyStore, StoreRead> perMaster = new LinkedHashMap<>();
+        private String[] keys;
+        private MemorySegment[] dsts;
+        private int count;
+        private ValkeyStore owner;
+        private StoreRead sent;
+        private boolean pending;
+
+        ValkeyClusterStore store() {
+            return ValkeyClusterStore.this;
+        }
+
+        StoreRead on(ValkeyStore master) {
+            return perMaster.computeIfAbsent(master, ValkeyStore::newRead);
+        }
+
+        void sent(String[] k, MemorySegment[] d, int n, ValkeyStore o, StoreRead inner) {
+            keys = k;
+            dsts = d;
+            count = n;
+            owner = o;
+            sent = inner;
+            pending = true;
+        }
+
+        @Override
+        public boolean isPending() {
+            return pending;
+        }
+
+        @Override
+        public void await(long[] results) {
+            if (!pending) {
+                throw KVException.of(ErrorCode.INVALID_ARGUMENT, "no batch read was sent on this handle")
+                        .store(uri.masked()).operation("getIntoBatch").build();
+            }
+            pending = false;
+            StoreRead inner = sent;
+            sent = null;
+            if (inner == null) {
+                getIntoBatch(keys, dsts, count, results);
+                return;
+            }
+            try {
+                inner.await(results);
+            } catch (Redirect | KVException r) {
+                readAgain(r, owner, keys, dsts, count, results);
             }
         }
     }

@@ -13,6 +13,7 @@ import dev.kvconnector.store.KVStore;
 import dev.kvconnector.store.KVStores;
 import dev.kvconnector.store.PutOptions;
 import dev.kvconnector.store.StoreCapability;
+import dev.kvconnector.store.StoreRead;
 import dev.kvconnector.valkey.testing.RedisCluster;
 import dev.kvconnector.valkey.testing.RedisServerProcess;
 import dev.kvconnector.valkey.testing.Segments;
@@ -181,6 +182,46 @@ class ValkeyClusterTest {
             assertTrue(store.put(key, v.asSlice(0, 10), PutOptions.DEFAULT));
             assertEquals(10, store.size(key));
             assertEquals(":1", target.command("EXISTS", key), "the value lives on the new owner");
+        }
+    }
+
+    @Test
+    void aPipelinedReadGoesToTheKeysMasterAndFollowsTheRedirectsOfASlotThatMigrates() throws Exception {
+        try (KVStore store = KVStores.open(uri()); Arena arena = Arena.ofConfined()) {
+            String key = "{pipelined}:k";
+            String stays = "{pipelined}:stays";
+            int slot = ClusterSlots.slot(key);
+            RedisServerProcess source = nodeOfSlot(slot);
+            RedisServerProcess target = nodes.stream().filter(n -> n != source).findFirst().orElseThrow();
+            MemorySegment v = Segments.random(arena, 5000, '<', 2);
+            assertTrue(store.put(key, v, PutOptions.DEFAULT));
+            assertTrue(store.put(stays, v, PutOptions.DEFAULT));
+            StoreRead read = store.newRead();
+            MemorySegment[] dsts = {Segments.zeroed(arena, 5000), Segments.zeroed(arena, 5000)};
+            long[] results = new long[2];
+            store.sendGetIntoBatch(new String[] {key, stays}, dsts, 2, read);
+            read.await(results);
+            assertEquals(5000, results[0]);
+            assertEquals(5000, results[1]);
+
+            String sourceId = RedisCluster.cli(source, "CLUSTER", "MYID");
+            String targetId = RedisCluster.cli(target, "CLUSTER", "MYID");
+            assertEquals("+OK", target.command("CLUSTER", "SETSLOT", Integer.toString(slot), "IMPORTING", sourceId));
+            assertEquals("+OK", source.command("CLUSTER", "SETSLOT", Integer.toString(slot), "MIGRATING", targetId));
+            assertEquals("+OK", source.command("MIGRATE", "127.0.0.1", Integer.toString(target.port()), "", "0",
+                    "5000", "KEYS", key));
+            dsts[0].fill((byte) 0);
+            store.sendGetIntoBatch(new String[] {key, stays}, dsts, 2, read);
+            read.await(results);
+
+            assertEquals(5000, results[0], "the source answered ASK for the migrated key, and it was followed");
+            assertEquals(-1, Segments.mismatch(v, dsts[0], 5000));
+            assertEquals(5000, results[1], "the key that stayed came with the batch");
+            assertEquals("+OK", source.command("MIGRATE", "127.0.0.1", Integer.toString(target.port()), "", "0",
+                    "5000", "KEYS", stays));
+            for (RedisServerProcess n : List.of(target, source)) {
+                assertEquals("+OK", n.command("CLUSTER", "SETSLOT", Integer.toString(slot), "NODE", targetId));
+            }
         }
     }
 
