@@ -248,12 +248,15 @@ public abstract class KVStoreContract {
     }
 
     @Test
-    void claimAndViewWithoutTheCapabilityAreUnsupported() {
+    void claimViewAndPipelinedReadsWithoutTheCapabilityAreUnsupported() {
         if (!declares(StoreCapability.CLAIM)) {
             assertEquals(ErrorCode.UNSUPPORTED, assertThrows(KVException.class, store::newClaim).code());
         }
         if (!declares(StoreCapability.VIEW)) {
             assertEquals(ErrorCode.UNSUPPORTED, assertThrows(KVException.class, store::newView).code());
+        }
+        if (!declares(StoreCapability.PIPELINED_READ)) {
+            assertEquals(ErrorCode.UNSUPPORTED, assertThrows(KVException.class, store::newRead).code());
         }
     }
 
