@@ -437,71 +437,42 @@ public final class ValkeyClusterStore implements KVStore {
      */
     @Override
     public void sendGetIntoBatch(String[] keys, MemorySegment[] dsts, int count, StoreRead read) {
-        if (!(read instanceof ClusterRead r) || r.store() != this) {
-            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "the read handle is not from this store's newRead()")
-                    .store(uri.masked()).operation("getIntoBatch").build();
-        }
-        if (r.pending) {
-            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "the read handle has a batch pending: await it first")
-                    .store(uri.masked()).operation("getIntoBatch").build();
-        }
+        ClusterRead r = (ClusterRead) SentBatch.free(read, this);
         checkBatch("getIntoBatch", keys, count, dsts.length, count);
         ValkeyStore single = count > 0 ? singleOwner("getIntoBatch", keys, count) : null;
-        StoreRead sent = null;
+        r.owner = single;
+        r.sentTo = null;
         if (single != null) {
             StoreRead inner = r.on(single);
             try {
                 single.sendGetIntoBatch(keys, dsts, count, inner);
-                sent = inner;
+                r.sentTo = inner;
             } catch (KVException e) {
                 LOG.debug("sending a read to {} failed ({}); reading it at the await", single.endpoint().hostPort(),
                         e.getMessage());
             }
         }
-        r.sent(keys, dsts, count, single, sent);
+        r.sent(keys, dsts, count);
     }
 
-    /** A batch sent to one master, or kept to be read at the await. */
-    private final class ClusterRead implements StoreRead {
+    /** A batch sent to the one master that owns its keys, or kept to be read at the await. */
+    private final class ClusterRead extends SentBatch {
         private final Map<ValkeyStore, StoreRead> perMaster = new LinkedHashMap<>();
-        private String[] keys;
-        private MemorySegment[] dsts;
-        private int count;
         private ValkeyStore owner;
-        private StoreRead sent;
-        private boolean pending;
+        private StoreRead sentTo;
 
-        ValkeyClusterStore store() {
-            return ValkeyClusterStore.this;
+        ClusterRead() {
+            super(ValkeyClusterStore.this);
         }
 
         StoreRead on(ValkeyStore master) {
             return perMaster.computeIfAbsent(master, ValkeyStore::newRead);
         }
 
-        void sent(String[] k, MemorySegment[] d, int n, ValkeyStore o, StoreRead inner) {
-            keys = k;
-            dsts = d;
-            count = n;
-            owner = o;
-            sent = inner;
-            pending = true;
-        }
-
         @Override
-        public boolean isPending() {
-            return pending;
-        }
-
-        @Override
-        public void await(long[] results) {
-            if (!pending) {
-                throw KVException.of(ErrorCode.INVALID_ARGUMENT, "no batch read was sent on this handle")
-                        .store(uri.masked()).operation("getIntoBatch").build();
-            }
-            pending = false;
-            StoreRead inner = sent;
-            sent = null;
+        void read(long[] results) {
+            StoreRead inner = sentTo;
+            sentTo = null;
             if (inner == null) {
                 getIntoBatch(keys, dsts, count, results);
                 return;

@@ -482,55 +482,27 @@ public final class ValkeyStore implements KVStore {
     /** {@inheritDoc} The GETs go out on a connection of the pool, which the read holds until it is awaited. */
     @Override
     public void sendGetIntoBatch(String[] keys, MemorySegment[] dsts, int count, StoreRead read) {
-        if (!(read instanceof PipelinedRead r) || r.store() != this) {
-            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "the read handle is not from this store's newRead()")
-                    .store(uri()).operation(OP_GET_BATCH).build();
-        }
-        if (r.isPending()) {
-            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "the read handle has a batch pending: await it first")
-                    .store(uri()).operation(OP_GET_BATCH).build();
-        }
+        PipelinedRead r = (PipelinedRead) SentBatch.free(read, this);
         checkBatch(OP_GET_BATCH, keys, count, dsts.length, count);
         for (int i = 0; i < count; i++) {
             checkKey(OP_GET_BATCH, keys[i]);
             checkWritable(OP_GET_BATCH, keys[i], dsts[i]);
         }
-        r.sent(count == 0 ? null : sendGets(keys, count), keys, dsts, count);
+        r.connection = count == 0 ? null : sendGets(keys, count);
+        r.sent(keys, dsts, count);
     }
 
     /** A batch of GETs sent on a borrowed connection and not yet read. */
-    private final class PipelinedRead implements StoreRead {
+    private final class PipelinedRead extends SentBatch {
         private RespConnection connection;
-        private String[] keys;
-        private MemorySegment[] dsts;
-        private int count;
-        private boolean pending;
 
-        ValkeyStore store() {
-            return ValkeyStore.this;
-        }
-
-        void sent(RespConnection c, String[] k, MemorySegment[] d, int n) {
-            connection = c;
-            keys = k;
-            dsts = d;
-            count = n;
-            pending = true;
+        PipelinedRead() {
+            super(ValkeyStore.this);
         }
 
         @Override
-        public boolean isPending() {
-            return pending;
-        }
-
-        @Override
-        public void await(long[] results) {
-            if (!pending) {
-                throw KVException.of(ErrorCode.INVALID_ARGUMENT, "no batch read was sent on this handle")
-                        .store(uri()).operation(OP_GET_BATCH).build();
-            }
+        void read(long[] results) {
             RespConnection c = connection;
-            pending = false;
             connection = null;
             if (c != null) {
                 readReplies(c, keys, dsts, count, results);
