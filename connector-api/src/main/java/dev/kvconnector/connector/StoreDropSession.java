@@ -310,7 +310,8 @@ final class StoreDropSession implements DropSession {
 
     /**
      * Reads, and drops, a read sent ahead that the load ended before taking (a miss or a failure in the layer
-     * before), so that its connection and staging go back; a failure of that read goes to the error handler.
+     * before), into the layer results the ended load no longer reads, so that its connection and staging go back; a
+     * failure of that read goes to the error handler.
      */
     private void abandonAhead() {
         if (aheadStaging == null) {
@@ -320,7 +321,7 @@ final class StoreDropSession implements DropSession {
         aheadStaging = null;
         aheadLayer = -1;
         try {
-            ahead.await(new long[geo.chunks.length]);
+            ahead.await(layerResults);
         } catch (RuntimeException e) {
             connector.onIoError("a layer read ahead that the drop-select no longer needed, from", e);
         } finally {
