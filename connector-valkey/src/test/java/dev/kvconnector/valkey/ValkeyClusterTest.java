@@ -137,6 +137,31 @@ class ValkeyClusterTest {
         }
     }
 
+    /**
+     * Marks {@code slot} migrating from {@code source} to {@code target} and moves {@code key}; returns the target's
+     * node id.
+     */
+    private static String startMigrating(int slot, RedisServerProcess source, RedisServerProcess target, String key)
+            throws Exception {
+        String sourceId = RedisCluster.cli(source, "CLUSTER", "MYID");
+        String targetId = RedisCluster.cli(target, "CLUSTER", "MYID");
+        assertEquals("+OK", target.command("CLUSTER", "SETSLOT", Integer.toString(slot), "IMPORTING", sourceId));
+        assertEquals("+OK", source.command("CLUSTER", "SETSLOT", Integer.toString(slot), "MIGRATING", targetId));
+        assertEquals("+OK", source.command("MIGRATE", "127.0.0.1", Integer.toString(target.port()), "", "0",
+                "5000", "KEYS", key));
+        return targetId;
+    }
+
+    /** Moves the slot's last key, {@code last}, and gives the slot to the target on both nodes. */
+    private static void finishMigrating(int slot, RedisServerProcess source, RedisServerProcess target,
+                                        String targetId, String last) throws Exception {
+        assertEquals("+OK", source.command("MIGRATE", "127.0.0.1", Integer.toString(target.port()), "", "0",
+                "5000", "KEYS", last));
+        for (RedisServerProcess n : List.of(target, source)) {
+            assertEquals("+OK", n.command("CLUSTER", "SETSLOT", Integer.toString(slot), "NODE", targetId));
+        }
+    }
+
     @Test
     void movedAndAskRedirectsAreFollowedWhileASlotMigrates() throws Exception {
         try (KVStore store = KVStores.open(uri()); Arena arena = Arena.ofConfined()) {
@@ -148,12 +173,7 @@ class ValkeyClusterTest {
             MemorySegment v = Segments.random(arena, 5000, '>', 1);
             assertTrue(store.put(key, v, PutOptions.DEFAULT));
             assertTrue(store.put(stays, v, PutOptions.DEFAULT));
-            String sourceId = RedisCluster.cli(source, "CLUSTER", "MYID");
-            String targetId = RedisCluster.cli(target, "CLUSTER", "MYID");
-            assertEquals("+OK", target.command("CLUSTER", "SETSLOT", Integer.toString(slot), "IMPORTING", sourceId));
-            assertEquals("+OK", source.command("CLUSTER", "SETSLOT", Integer.toString(slot), "MIGRATING", targetId));
-            assertEquals("+OK", source.command("MIGRATE", "127.0.0.1", Integer.toString(target.port()), "", "0",
-                    "5000", "KEYS", key));
+            String targetId = startMigrating(slot, source, target, key);
             // The key moved but the slot is still the source's: the source answers ASK for it.
             assertTrue(source.command("GET", key).startsWith("-ASK " + slot), "the source redirects with ASK");
             MemorySegment dst = Segments.zeroed(arena, 5000);
@@ -165,11 +185,7 @@ class ValkeyClusterTest {
                     Segments.zeroed(arena, 5000)}, 2, results);
             assertEquals(5000, results[0], "a batch follows ASK for the migrated key");
             assertEquals(5000, results[1]);
-            assertEquals("+OK", source.command("MIGRATE", "127.0.0.1", Integer.toString(target.port()), "", "0",
-                    "5000", "KEYS", stays));
-            for (RedisServerProcess n : List.of(target, source)) {
-                assertEquals("+OK", n.command("CLUSTER", "SETSLOT", Integer.toString(slot), "NODE", targetId));
-            }
+            finishMigrating(slot, source, target, targetId, stays);
             // The store's slot map still names the source: it answers MOVED; a batch puts the redirected keys again
             // one by one, and the store reloads the map.
             assertTrue(source.command("GET", key).startsWith("-MOVED " + slot), "the source redirects with MOVED");
@@ -204,12 +220,7 @@ class ValkeyClusterTest {
             assertEquals(5000, results[0]);
             assertEquals(5000, results[1]);
 
-            String sourceId = RedisCluster.cli(source, "CLUSTER", "MYID");
-            String targetId = RedisCluster.cli(target, "CLUSTER", "MYID");
-            assertEquals("+OK", target.command("CLUSTER", "SETSLOT", Integer.toString(slot), "IMPORTING", sourceId));
-            assertEquals("+OK", source.command("CLUSTER", "SETSLOT", Integer.toString(slot), "MIGRATING", targetId));
-            assertEquals("+OK", source.command("MIGRATE", "127.0.0.1", Integer.toString(target.port()), "", "0",
-                    "5000", "KEYS", key));
+            String targetId = startMigrating(slot, source, target, key);
             dsts[0].fill((byte) 0);
             store.sendGetIntoBatch(new String[] {key, stays}, dsts, 2, read);
             read.await(results);
@@ -217,11 +228,7 @@ class ValkeyClusterTest {
             assertEquals(5000, results[0], "the source answered ASK for the migrated key, and it was followed");
             assertEquals(-1, Segments.mismatch(v, dsts[0], 5000));
             assertEquals(5000, results[1], "the key that stayed came with the batch");
-            assertEquals("+OK", source.command("MIGRATE", "127.0.0.1", Integer.toString(target.port()), "", "0",
-                    "5000", "KEYS", stays));
-            for (RedisServerProcess n : List.of(target, source)) {
-                assertEquals("+OK", n.command("CLUSTER", "SETSLOT", Integer.toString(slot), "NODE", targetId));
-            }
+            finishMigrating(slot, source, target, targetId, stays);
         }
     }
 
