@@ -48,10 +48,12 @@ final class StoreDropSession implements DropSession {
      * meanwhile: whole-request loads from stores with {@code PIPELINED_READ}; else null.
      */
     private final StoreRead ahead;
-    /** The destinations, staging and layer of the read {@link #ahead} has pending. */
+    /**
+     * The destinations and staging of the read {@link #ahead} has pending, for the layer after the one read last
+     * (layers are read in order); {@code aheadStaging} is null when none is pending.
+     */
     private MemorySegment[] aheadDsts;
     private MemorySegment aheadStaging;
-    private int aheadLayer = -1;
     private final long[] layerResults;
     private final DropTarget target;
     private final DropMode mode;
@@ -214,7 +216,7 @@ final class StoreDropSession implements DropSession {
         waitedNanos = 0;
         String[] keys = geo.layerKeys[layer];
         long[] results = layerResults;
-        boolean sentAhead = aheadLayer == layer;
+        boolean sentAhead = aheadStaging != null;
         MemorySegment staging = sentAhead ? takeAhead(results)
                 : DropStaging.acquire(connector, geo.layerStagingBytes);
         if (staging == null) {
@@ -276,7 +278,6 @@ final class StoreDropSession implements DropSession {
     private MemorySegment takeAhead(long[] results) {
         MemorySegment staging = aheadStaging;
         aheadStaging = null;
-        aheadLayer = -1;
         MemorySegment[] sent = aheadDsts;
         aheadDsts = layerDsts;
         layerDsts = sent;
@@ -305,7 +306,6 @@ final class StoreDropSession implements DropSession {
             throw e;
         }
         aheadStaging = staging;
-        aheadLayer = layer;
     }
 
     /**
@@ -319,7 +319,6 @@ final class StoreDropSession implements DropSession {
         }
         MemorySegment staging = aheadStaging;
         aheadStaging = null;
-        aheadLayer = -1;
         try {
             ahead.await(layerResults);
         } catch (RuntimeException e) {
