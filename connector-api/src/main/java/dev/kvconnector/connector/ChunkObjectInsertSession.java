@@ -1,16 +1,13 @@
 package dev.kvconnector.connector;
 
 import dev.kvconnector.codec.Completion;
-import dev.kvconnector.codec.ObjectPlan;
 import dev.kvconnector.codec.TensorPlacement;
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
 import dev.kvconnector.key.ChunkKeys;
-import dev.kvconnector.layout.KVLayout;
+import dev.kvconnector.tensor.DType;
 import dev.kvconnector.tensor.Tensor;
-import dev.kvconnector.tensor.TensorSpec;
 import java.lang.foreign.MemorySegment;
-import java.util.Locale;
 import java.util.function.Consumer;
 
 /**
@@ -25,82 +22,24 @@ import java.util.function.Consumer;
  * put (LMCache's "store only what is missing"), and an abort leaves them alone. Host sources only: a device source
  * gets {@code UNSUPPORTED}.
  */
-final class ChunkObjectInsertSession implements InsertSession, InsertChannel {
-    private enum State { OPEN, COMMITTED, ABORTED }
-
-    private final StoreConnector connector;
-    private final ChunkGeometry geo;
-    private final ObjectPlan objects;
-    private final KVLayout layout;
-    private final int tokens;
-    private final boolean[] layerPut;
+final class ChunkObjectInsertSession extends StoreInsertBase {
     private final boolean[] skip;
     private final MemorySegment staging;
     private int layersPut;
     private boolean chunksSubmitted;
-    private boolean hiddenPut;
     private String[] hiddenKeys;
     private MemorySegment[] hiddenValues;
     private MemorySegment hiddenStaging;
-    private State state = State.OPEN;
-    private final PendingPuts pending;
 
     ChunkObjectInsertSession(StoreConnector connector, ChunkGeometry geo, boolean skipExisting) {
-        this.connector = connector;
-        this.geo = geo;
-        this.objects = geo.objects;
-        this.layout = connector.layout();
-        this.tokens = geo.plan.totalTokens();
-        this.layerPut = new boolean[layout.numLayers()];
+        super(connector, geo, "chunk put");
         this.skip = new boolean[geo.chunks.length];
-        this.pending = new PendingPuts(connector);
         if (skipExisting) {
             for (int c = 0; c < skip.length; c++) {
                 skip[c] = connector.store().exists(objects.layerKey(c, 0));
             }
         }
         this.staging = geo.chunks.length == 0 ? MemorySegment.NULL : pending.acquire(geo.layerStagingBytes);
-    }
-
-    @Override
-    public int tokens() {
-        return tokens;
-    }
-
-    @Override
-    public void putLayer(int layer, LayerSource source) {
-        checkLayer(layer);
-        source.check(layout, tokens, "insert", connector.endpoint());
-        source.insert(this, layer, 1);
-    }
-
-    @Override
-    public void putLayers(LayerSource source) {
-        for (int l = 0; l < layerPut.length; l++) {
-            checkLayer(l);
-        }
-        source.check(layout, tokens, "insert", connector.endpoint());
-        source.insert(this, 0, layerPut.length);
-    }
-
-    @Override
-    public ChunkGeometry geometry() {
-        return geo;
-    }
-
-    @Override
-    public ConnectorResources resources() {
-        return connector.resources();
-    }
-
-    @Override
-    public MemorySegment acquireStaging(long bytes) {
-        return pending.acquire(bytes);
-    }
-
-    @Override
-    public void releaseStaging(MemorySegment segment) {
-        connector.staging().release(segment);
     }
 
     @Override
@@ -194,36 +133,24 @@ final class ChunkObjectInsertSession implements InsertSession, InsertChannel {
 
     @Override
     public void putHidden(Tensor hidden) {
-        checkOpen("putHidden");
-        hidden.requireHostAccessible("putHidden");
-        TensorSpec s = hidden.spec();
         if (objects.hiddenKey(0) == null) {
+            checkOpen("putHidden");
             throw usage(ErrorCode.UNSUPPORTED, "key scheme " + objects.keys().scheme() + " keeps no hidden states");
         }
-        if (s.rank() != 2 || s.dim(0) != tokens || s.dim(1) != layout.hiddenSize()) {
-            throw usage(ErrorCode.SHAPE_MISMATCH, "hidden states are " + s + ", expected [" + tokens + ", "
-                    + layout.hiddenSize() + "]");
-        }
-        if (hiddenPut) {
-            throw usage(ErrorCode.INVALID_ARGUMENT, "hidden states were already put");
-        }
-        long rowBytes = layout.hiddenSize() * (long) s.dtype().byteWidth();
+        checkHidden(hidden);
+        DType dtype = hidden.spec().dtype();
+        long rowBytes = layout.hiddenSize() * (long) dtype.byteWidth();
         int n = geo.chunks.length;
-        long[] offsets = new long[n];
-        long total = 0;
-        for (int c = 0; c < n; c++) {
-            offsets[c] = total;
-            total += ChunkGeometry.align(objects.hiddenObjectBytes(c, s.dtype()));
-        }
-        MemorySegment hidStaging = pending.acquire(total);
+        long[] offsets = hiddenOffsets(hidden);
+        MemorySegment hidStaging = pending.acquire(offsets[n]);
         String[] keys = new String[n];
         MemorySegment[] values = new MemorySegment[n];
         for (int c = 0; c < n; c++) {
             ChunkKeys ck = geo.chunks[c];
-            MemorySegment object = hidStaging.asSlice(offsets[c], objects.hiddenObjectBytes(c, s.dtype()));
+            MemorySegment object = hidStaging.asSlice(offsets[c], objects.hiddenObjectBytes(c, dtype));
             MemorySegment.copy(hidden.segment(), ck.startToken() * rowBytes, object, objects.hiddenOffset(c),
                     ck.tokens() * rowBytes);
-            objects.sealHidden(c, s.dtype(), object);
+            objects.sealHidden(c, dtype, object);
             keys[c] = objects.hiddenKey(c);
             values[c] = object;
         }
@@ -239,45 +166,20 @@ final class ChunkObjectInsertSession implements InsertSession, InsertChannel {
      */
     @Override
     public void commit() {
-        checkOpen("commit");
-        for (int l = 0; l < layerPut.length; l++) {
-            if (!layerPut[l]) {
-                abort();
-                throw usage(ErrorCode.INVALID_ARGUMENT, "layer " + l + " of " + layerPut.length
-                        + " was never put; the insert was aborted");
-            }
-        }
-        awaitPuts();
+        beginCommit();
         if (hiddenStaging != null) {
             MemorySegment lease = hiddenStaging;
             hiddenStaging = null;
             pending.submit(hiddenKeys, hiddenValues, lease);
             awaitPuts();
         }
-        state = State.COMMITTED;
-        releaseStaging();
-        connector.metricsRecorder().recordCommit();
-        connector.emitStored(geo, geo.chunks.length);
-    }
-
-    private void awaitPuts() {
-        pending.await();
-        Throwable f = pending.failure();
-        if (f != null) {
-            abort();
-            throw f instanceof KVException ke ? ke : KVException.of(ErrorCode.INTERNAL, "a chunk put failed: " + f)
-                    .store(connector.endpoint()).operation("commit").cause(f).build();
-        }
+        releaseStagings();
+        committed(geo.chunks.length);
     }
 
     @Override
-    public void abort() {
-        if (state != State.OPEN) {
-            return;
-        }
-        state = State.ABORTED;
-        pending.await();
-        releaseStaging();
+    void removeWritten() {
+        releaseStagings();
         int n = geo.chunks.length;
         String[] keys = new String[2 * n];
         int k = 0;
@@ -292,10 +194,9 @@ final class ChunkObjectInsertSession implements InsertSession, InsertChannel {
         if (k > 0) {
             connector.removeOrKeep(keys, k, "abort", false);
         }
-        connector.metricsRecorder().recordAbort();
     }
 
-    private void releaseStaging() {
+    private void releaseStagings() {
         if (staging.byteSize() > 0) {
             connector.staging().release(staging);
         }
@@ -303,31 +204,5 @@ final class ChunkObjectInsertSession implements InsertSession, InsertChannel {
             connector.staging().release(hiddenStaging);
             hiddenStaging = null;
         }
-    }
-
-    @Override
-    public void close() {
-        abort();
-    }
-
-    private void checkLayer(int layer) {
-        checkOpen("putLayer");
-        if (layer < 0 || layer >= layerPut.length) {
-            throw usage(ErrorCode.INVALID_ARGUMENT, "layer " + layer + " outside 0.." + (layerPut.length - 1));
-        }
-        if (layerPut[layer]) {
-            throw usage(ErrorCode.INVALID_ARGUMENT, "layer " + layer + " was already put");
-        }
-    }
-
-    private void checkOpen(String op) {
-        if (state != State.OPEN) {
-            throw KVException.of(ErrorCode.CLOSED, "the insert was already " + state.name().toLowerCase(Locale.ROOT))
-                    .operation(op).build();
-        }
-    }
-
-    private KVException usage(ErrorCode code, String detail) {
-        return KVException.of(code, detail).store(connector.endpoint()).operation("insert").build();
     }
 }

@@ -1,106 +1,40 @@
 package dev.kvconnector.connector;
 
-import dev.kvconnector.codec.ObjectPlan;
 import dev.kvconnector.codec.RawTensorFormat;
 import dev.kvconnector.error.ErrorCode;
-import dev.kvconnector.error.KVException;
 import dev.kvconnector.key.ChunkKeys;
-import dev.kvconnector.layout.KVLayout;
+import dev.kvconnector.memory.WordSum;
 import dev.kvconnector.store.ClaimResult;
 import dev.kvconnector.store.KVStore;
 import dev.kvconnector.store.PutOptions;
 import dev.kvconnector.store.StoreClaim;
+import dev.kvconnector.tensor.DType;
 import dev.kvconnector.tensor.Tensor;
-import dev.kvconnector.tensor.TensorSpec;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayDeque;
 import java.util.Arrays;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
-import dev.kvconnector.memory.WordSum;
 
 /**
  * The {@link InsertSession} of a {@link StoreConnector}: each layer is copied into pooled staging before
  * {@code putLayer} returns, sealed by the codec and put on the connector's I/O threads, overlapping the next layer's
  * compute; {@link #commit()} writes the manifests, last. It is also the {@link InsertChannel} through which sources
- * that move layers themselves (device caches) hand them on.
- *
- * <p>Over 400 lines because its three put paths (claimed, staged, detached), the pooled put tasks, commit and abort
- * all share one piece of state, the session's count of puts in flight and their first failure; split apart, that
- * state would have to be exposed to each.
+ * that move layers themselves (device caches) hand them on. The checks and the state it shares with the chunk-object
+ * insert are in {@link StoreInsertBase}.
  */
-final class StoreInsertSession implements InsertSession, InsertChannel {
-    private enum State { OPEN, COMMITTED, ABORTED }
-
-    private final StoreConnector connector;
-    private final ChunkGeometry geo;
-    private final ObjectPlan objects;
+final class StoreInsertSession extends StoreInsertBase {
     /** The store's claim handle, reused for every object, when the store claims; else null. */
     private final StoreClaim claim;
     private final WordSum sum = new WordSum();
     private final Consumer<MemorySegment> releaseStaging;
-    /** Put tasks whose put is done, reused by the next layer; guarded by {@link #pendingLock}. */
+    /** Put tasks whose put is done, reused by the next layer. */
     private final ArrayDeque<PutTask> idleTasks = new ArrayDeque<>();
-    private final KVLayout layout;
-    private final int tokens;
-    private final boolean[] layerPut;
-    private boolean hiddenPut;
-    private final AtomicReference<Throwable> failure = new AtomicReference<>();
-    private final Object pendingLock = new Object();
-    private int pending;
-    private State state = State.OPEN;
 
     StoreInsertSession(StoreConnector connector, ChunkGeometry geo) {
-        this.connector = connector;
-        this.geo = geo;
-        this.objects = geo.objects;
+        super(connector, geo, "layer put");
         this.claim = connector.claims() ? connector.store().newClaim() : null;
         this.releaseStaging = connector.staging()::release;
-        this.layout = connector.layout();
-        this.tokens = geo.plan.totalTokens();
-        this.layerPut = new boolean[layout.numLayers()];
-    }
-
-    @Override
-    public int tokens() {
-        return tokens;
-    }
-
-    @Override
-    public void putLayer(int layer, LayerSource source) {
-        checkLayer(layer);
-        source.check(layout, tokens, "insert", connector.endpoint());
-        source.insert(this, layer, 1);
-    }
-
-    @Override
-    public void putLayers(LayerSource source) {
-        for (int l = 0; l < layerPut.length; l++) {
-            checkLayer(l);
-        }
-        source.check(layout, tokens, "insert", connector.endpoint());
-        source.insert(this, 0, layerPut.length);
-    }
-
-    @Override
-    public ChunkGeometry geometry() {
-        return geo;
-    }
-
-    @Override
-    public ConnectorResources resources() {
-        return connector.resources();
-    }
-
-    @Override
-    public MemorySegment acquireStaging(long bytes) {
-        return acquire(bytes);
-    }
-
-    @Override
-    public void releaseStaging(MemorySegment staging) {
-        connector.staging().release(staging);
     }
 
     /**
@@ -113,7 +47,7 @@ final class StoreInsertSession implements InsertSession, InsertChannel {
         if (claim != null && putClaimed(layer, source, start)) {
             return;
         }
-        MemorySegment staging = acquire(geo.layerStagingBytes);
+        MemorySegment staging = pending.acquire(geo.layerStagingBytes);
         PutTask task = takeTask();
         try {
             for (int c = 0; c < geo.chunks.length; c++) {
@@ -201,35 +135,22 @@ final class StoreInsertSession implements InsertSession, InsertChannel {
 
     @Override
     public void putHidden(Tensor hidden) {
-        checkOpen("putHidden");
-        hidden.requireHostAccessible("putHidden");
-        TensorSpec s = hidden.spec();
-        if (s.rank() != 2 || s.dim(0) != tokens || s.dim(1) != layout.hiddenSize()) {
-            throw usage(ErrorCode.SHAPE_MISMATCH, "hidden states are " + s + ", expected [" + tokens + ", "
-                    + layout.hiddenSize() + "]");
-        }
-        if (hiddenPut) {
-            throw usage(ErrorCode.INVALID_ARGUMENT, "hidden states were already put");
-        }
-        long rowBytes = layout.hiddenSize() * (long) s.dtype().byteWidth();
+        checkHidden(hidden);
+        DType dtype = hidden.spec().dtype();
+        long rowBytes = layout.hiddenSize() * (long) dtype.byteWidth();
         int n = geo.chunks.length;
-        long[] offsets = new long[n];
-        long total = 0;
-        for (int c = 0; c < n; c++) {
-            offsets[c] = total;
-            total += ChunkGeometry.align(objects.hiddenObjectBytes(c, s.dtype()));
-        }
+        long[] offsets = hiddenOffsets(hidden);
         long start = System.nanoTime();
-        MemorySegment staging = acquire(total);
+        MemorySegment staging = pending.acquire(offsets[n]);
         String[] keys = new String[n];
         PutTask task = takeTask();
         long bytes = 0;
         for (int c = 0; c < n; c++) {
             ChunkKeys ck = geo.chunks[c];
-            MemorySegment object = staging.asSlice(offsets[c], objects.hiddenObjectBytes(c, s.dtype()));
+            MemorySegment object = staging.asSlice(offsets[c], objects.hiddenObjectBytes(c, dtype));
             MemorySegment.copy(hidden.segment(), ck.startToken() * rowBytes, object, objects.hiddenOffset(c),
                     ck.tokens() * rowBytes);
-            objects.sealHidden(c, s.dtype(), object);
+            objects.sealHidden(c, dtype, object);
             keys[c] = objects.hiddenKey(c);
             task.values[c] = object;
             bytes += object.byteSize();
@@ -241,9 +162,7 @@ final class StoreInsertSession implements InsertSession, InsertChannel {
     /** Puts {@code task}'s values under {@code keys} asynchronously, then gives {@code lease} to {@code release}. */
     private void submit(PutTask task, String[] keys, MemorySegment lease, Consumer<MemorySegment> release,
                         long startNanos, long bytes, boolean layerMetric, PutOptions options) {
-        synchronized (pendingLock) {
-            pending++;
-        }
+        pending.begin();
         task.keys = keys;
         task.lease = lease;
         task.release = release;
@@ -256,7 +175,7 @@ final class StoreInsertSession implements InsertSession, InsertChannel {
 
     /** A put task from the session's pool, or a new one while fewer than the puts in flight exist. */
     private PutTask takeTask() {
-        synchronized (pendingLock) {
+        synchronized (idleTasks) {
             PutTask t = idleTasks.pollFirst();
             return t != null ? t : new PutTask(geo.chunks.length);
         }
@@ -268,7 +187,7 @@ final class StoreInsertSession implements InsertSession, InsertChannel {
         task.release = null;
         task.options = null;
         Arrays.fill(task.values, null);
-        synchronized (pendingLock) {
+        synchronized (idleTasks) {
             idleTasks.addFirst(task);
         }
     }
@@ -303,43 +222,11 @@ final class StoreInsertSession implements InsertSession, InsertChannel {
                     connector.metricsRecorder().recordInsertLayer(stagedNanos + System.nanoTime() - putStart, bytes);
                 }
             } catch (Throwable t) {
-                if (failure.compareAndSet(null, t)) {
-                    connector.onIoError("layer put (the insert aborts at commit) to", t);
-                }
+                pending.failed(t);
             } finally {
                 release.accept(lease);
                 recycle(this);
-                synchronized (pendingLock) {
-                    pending--;
-                    pendingLock.notifyAll();
-                }
-            }
-        }
-    }
-
-    /**
-     * Pooled staging; a full pool is back-pressure, a null from {@code tryAcquire} rather than an exception: wait
-     * for this insert's puts to give theirs back, then lease or report {@code STORE_FULL}.
-     */
-    private MemorySegment acquire(long bytes) {
-        MemorySegment s = connector.staging().tryAcquire(bytes);
-        if (s != null) {
-            return s;
-        }
-        awaitPending();
-        return connector.staging().acquire(bytes);
-    }
-
-    private void awaitPending() {
-        synchronized (pendingLock) {
-            while (pending > 0) {
-                try {
-                    pendingLock.wait();
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    throw KVException.of(ErrorCode.INTERNAL, "interrupted while waiting for layer puts")
-                            .operation("insert").cause(e).build();
-                }
+                pending.done();
             }
         }
     }
@@ -347,23 +234,9 @@ final class StoreInsertSession implements InsertSession, InsertChannel {
     /** {@inheritDoc} The manifests, written last, make the entry visible. */
     @Override
     public void commit() {
-        checkOpen("commit");
-        awaitPending();
-        Throwable f = failure.get();
-        if (f != null) {
-            abort();
-            throw f instanceof KVException ke ? ke : KVException.of(ErrorCode.INTERNAL, "a layer put failed: " + f)
-                    .store(connector.store().uri()).operation("commit").cause(f).build();
-        }
-        for (int l = 0; l < layerPut.length; l++) {
-            if (!layerPut[l]) {
-                abort();
-                throw usage(ErrorCode.INVALID_ARGUMENT, "layer " + l + " of " + layerPut.length
-                        + " was never put; the insert was aborted");
-            }
-        }
+        beginCommit();
         int n = geo.chunks.length;
-        MemorySegment staging = acquire(n * ChunkGeometry.align(ChunkGeometry.MANIFEST_BYTES));
+        MemorySegment staging = pending.acquire(n * ChunkGeometry.align(ChunkGeometry.MANIFEST_BYTES));
         try {
             String[] keys = new String[n];
             MemorySegment[] values = new MemorySegment[n];
@@ -387,18 +260,11 @@ final class StoreInsertSession implements InsertSession, InsertChannel {
         } finally {
             connector.staging().release(staging);
         }
-        state = State.COMMITTED;
-        connector.metricsRecorder().recordCommit();
-        connector.emitStored(geo, n);
+        committed(n);
     }
 
     @Override
-    public void abort() {
-        if (state != State.OPEN) {
-            return;
-        }
-        state = State.ABORTED;
-        awaitPending();
+    void removeWritten() {
         int n = geo.chunks.length;
         String[] keys = new String[n * (layerPut.length + 2)];
         int k = 0;
@@ -412,37 +278,5 @@ final class StoreInsertSession implements InsertSession, InsertChannel {
             }
         }
         connector.removeOrKeep(keys, k, "abort", false);
-        connector.metricsRecorder().recordAbort();
-    }
-
-    @Override
-    public void close() {
-        abort();
-    }
-
-    private void checkLayer(int layer) {
-        checkOpen("putLayer");
-        if (layer < 0 || layer >= layerPut.length) {
-            throw usage(ErrorCode.INVALID_ARGUMENT, "layer " + layer + " outside 0.." + (layerPut.length - 1));
-        }
-        if (layerPut[layer]) {
-            throw usage(ErrorCode.INVALID_ARGUMENT, "layer " + layer + " was already put");
-        }
-        Throwable f = failure.get();
-        if (f != null) {
-            throw f instanceof KVException ke ? ke : KVException.of(ErrorCode.INTERNAL, "an earlier layer put failed")
-                    .cause(f).build();
-        }
-    }
-
-    private void checkOpen(String op) {
-        if (state != State.OPEN) {
-            throw KVException.of(ErrorCode.CLOSED, "the insert was already " + state.name().toLowerCase(java.util.Locale.ROOT))
-                    .operation(op).build();
-        }
-    }
-
-    private KVException usage(ErrorCode code, String detail) {
-        return KVException.of(code, detail).store(connector.store().uri()).operation("insert").build();
     }
 }
