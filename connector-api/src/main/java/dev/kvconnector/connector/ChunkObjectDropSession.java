@@ -7,12 +7,7 @@ import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
 import dev.kvconnector.key.ChunkKeys;
 import dev.kvconnector.store.GetResult;
-import dev.kvconnector.store.KVStore;
-import dev.kvconnector.tensor.DType;
-import dev.kvconnector.tensor.Tensor;
-import dev.kvconnector.tensor.TensorSpec;
 import java.lang.foreign.MemorySegment;
-import java.util.concurrent.locks.LockSupport;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -25,42 +20,16 @@ import org.slf4j.LoggerFactory;
  * object is polled for (backing off from 10 us to 1 ms) until the connector's layer timeout, since it appears only
  * once the producer's last layer is in.
  */
-final class ChunkObjectDropSession implements DropSession {
+final class ChunkObjectDropSession extends StoreDropBase {
     private static final Logger LOG = LoggerFactory.getLogger(ChunkObjectDropSession.class);
-    private static final long MIN_BACKOFF_NANOS = 10_000;
-    private static final long MAX_BACKOFF_NANOS = 1_000_000;
-
-    private final StoreConnector connector;
-    private final KVStore store;
-    private final ChunkGeometry geo;
-    private final ObjectPlan objects;
-    private final DropTarget target;
-    private final DropMode mode;
-    private final boolean streaming;
-    private final long deadlineNanos;
-    private final int requestedTokens;
-    private final DropProgress progress;
 
     ChunkObjectDropSession(StoreConnector connector, ChunkGeometry geo, DropTarget target, DropMode mode,
                            boolean streaming, long timeoutNanos, int requestedTokens) {
-        this.connector = connector;
-        this.store = connector.store();
-        this.geo = geo;
-        this.objects = geo.objects;
-        this.target = target;
-        this.mode = mode;
-        this.streaming = streaming;
-        this.deadlineNanos = System.nanoTime() + timeoutNanos;
-        this.requestedTokens = requestedTokens;
-        this.progress = new DropProgress(connector, streaming);
+        super(connector, geo, target, mode, streaming, timeoutNanos, requestedTokens);
     }
 
-    /** Runs the load; a failure (not a miss) is kept and rethrown to whoever waits. */
-    void run() {
-        progress.run(() -> connector.emitResult(geo, load()));
-    }
-
-    private DropResult load() {
+    @Override
+    DropResult load() {
         int chunks = geo.chunks.length;
         if (chunks == 0) {
             return DropResult.miss(requestedTokens, MissReason.ABSENT, "the key scheme planned no chunks (a request "
@@ -226,58 +195,9 @@ final class ChunkObjectDropSession implements DropSession {
         return max;
     }
 
-    private DropResult readHidden(int chunks) {
-        Tensor hidden = target.hidden();
-        TensorSpec hs = hidden.spec();
-        int hiddenSize = connector.layout().hiddenSize();
-        if (hs.rank() != 2 || hs.dim(1) != hiddenSize || hs.dim(0) < geo.chunks[chunks - 1].endToken()) {
-            throw KVException.of(ErrorCode.SHAPE_MISMATCH, "hidden target " + hs + " cannot hold "
-                    + geo.chunks[chunks - 1].endToken() + " x " + hiddenSize).store(store.uri())
-                    .operation("dropSelect").build();
-        }
-        DType dtype = hs.dtype();
-        long rowBytes = (long) hiddenSize * dtype.byteWidth();
-        for (int c = 0; c < chunks; c++) {
-            long size = objects.hiddenObjectBytes(c, dtype);
-            MemorySegment staging = DropStaging.acquire(connector, size);
-            if (staging == null) {
-                return DropStaging.full(connector, requestedTokens, size);
-            }
-            try {
-                MemorySegment object = staging.asSlice(0, size);
-                String key = objects.hiddenKey(c);
-                long r = streaming ? getWaiting(key, object) : store.getInto(key, object);
-                if (GetResult.isMiss(r) || GetResult.isTooSmall(r)) {
-                    return DropResult.miss(requestedTokens, GetResult.isMiss(r) ? MissReason.ABSENT
-                            : MissReason.LAYOUT_MISMATCH, "hidden-state object " + key + (GetResult.isMiss(r)
-                            ? " is absent" : " holds " + GetResult.requiredSize(r) + " bytes, expected " + size));
-                }
-                int status = objects.validateHidden(c, dtype, object, r);
-                if (status != ObjectPlan.OK) {
-                    return DropResult.miss(requestedTokens, objects.isLayoutMismatch(status)
-                            ? MissReason.LAYOUT_MISMATCH : MissReason.CORRUPT, "hidden-state object " + key + ": "
-                            + objects.describe(status));
-                }
-                MemorySegment.copy(object, objects.hiddenOffset(c), hidden.segment(),
-                        geo.chunks[c].startToken() * rowBytes, geo.chunks[c].tokens() * rowBytes);
-            } finally {
-                connector.staging().release(staging);
-            }
-        }
+    @Override
+    DropResult hiddenAbsent(int c) {
         return null;
-    }
-
-    /** Polls until the key appears or the deadline passes, backing off from 10 us to 1 ms. */
-    private long getWaiting(String key, MemorySegment dst) {
-        long backoff = MIN_BACKOFF_NANOS;
-        while (true) {
-            long r = store.getInto(key, dst);
-            if (!GetResult.isMiss(r) || System.nanoTime() - deadlineNanos >= 0) {
-                return r;
-            }
-            LockSupport.parkNanos(backoff);
-            backoff = Math.min(MAX_BACKOFF_NANOS, backoff * 2);
-        }
     }
 
     private void consume(int chunks) {
@@ -289,23 +209,6 @@ final class ChunkObjectDropSession implements DropSession {
                 keys[k++] = objects.hiddenKey(c);
             }
         }
-        if (connector.removeOrKeep(keys, k, "drop-select", true)) {
-            connector.emitConsumed(geo, chunks);
-        }
-    }
-
-    @Override
-    public boolean awaitLayer(int layer) {
-        return progress.awaitLayer(layer);
-    }
-
-    @Override
-    public DropResult result() {
-        return progress.result();
-    }
-
-    @Override
-    public void close() {
-        progress.awaitDone();
+        consume(keys, k, chunks);
     }
 }

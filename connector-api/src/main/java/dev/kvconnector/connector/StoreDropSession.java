@@ -1,21 +1,13 @@
 package dev.kvconnector.connector;
 
-import dev.kvconnector.codec.ObjectPlan;
 import dev.kvconnector.codec.RawTensorFormat;
-import dev.kvconnector.error.ErrorCode;
-import dev.kvconnector.error.KVException;
 import dev.kvconnector.key.ChunkKeys;
+import dev.kvconnector.memory.WordSum;
 import dev.kvconnector.store.GetResult;
-import dev.kvconnector.store.KVStore;
 import dev.kvconnector.store.StoreRead;
 import dev.kvconnector.store.StoreView;
-import dev.kvconnector.tensor.DType;
-import dev.kvconnector.tensor.Tensor;
-import dev.kvconnector.tensor.TensorSpec;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.util.concurrent.locks.LockSupport;
-import dev.kvconnector.memory.WordSum;
 
 /**
  * The {@link DropSession} of a {@link StoreConnector}. Whole-request, it reads the manifests first and loads the
@@ -24,18 +16,13 @@ import dev.kvconnector.memory.WordSum;
  * sink sees it; a bad or absent one is a miss with its reason.
  *
  * <p>Over 400 lines because its three read paths (staged, in place from a store view, straight into a sink's device
- * buffers) share the manifests, the miss reasons and the layer-wise wait; apart, each would repeat them.
+ * buffers) and the read sent ahead share the manifests, the miss reasons and the layer's destinations; apart, each
+ * would repeat them. What it shares with the chunk-object drop-select is in {@link StoreDropBase}.
  */
-final class StoreDropSession implements DropSession {
-    private static final long MIN_BACKOFF_NANOS = 10_000;
-    private static final long MAX_BACKOFF_NANOS = 1_000_000;
+final class StoreDropSession extends StoreDropBase {
     /** The layer index {@link #missOrTooSmall} takes for the hidden-state object. */
     private static final int HIDDEN = -1;
 
-    private final StoreConnector connector;
-    private final KVStore store;
-    private final ChunkGeometry geo;
-    private final ObjectPlan objects;
     /** The store's view handle when it reads in place ({@code VIEW}), else null; used by the load's thread only. */
     private final StoreView view;
     private final WordSum sum = new WordSum();
@@ -55,42 +42,23 @@ final class StoreDropSession implements DropSession {
     private MemorySegment[] aheadDsts;
     private MemorySegment aheadStaging;
     private final long[] layerResults;
-    private final DropTarget target;
-    private final DropMode mode;
-    private final boolean streaming;
-    private final long deadlineNanos;
-    private final int requestedTokens;
     private final long[] manifestFlags;
-    private final DropProgress progress;
     /** The sink's transfer while {@link #load()} runs, else null. */
     private SinkTransfer sink;
 
     StoreDropSession(StoreConnector connector, ChunkGeometry geo, DropTarget target, DropMode mode, boolean streaming,
                 long timeoutNanos, int requestedTokens) {
-        this.connector = connector;
-        this.store = connector.store();
-        this.geo = geo;
-        this.objects = geo.objects;
+        super(connector, geo, target, mode, streaming, timeoutNanos, requestedTokens);
         this.layerDsts = new MemorySegment[geo.chunks.length];
         this.layerResults = new long[geo.chunks.length];
         this.view = connector.views() ? connector.store().newView() : null;
-        this.target = target;
-        this.mode = mode;
-        this.streaming = streaming;
-        this.deadlineNanos = System.nanoTime() + timeoutNanos;
-        this.requestedTokens = requestedTokens;
-        this.progress = new DropProgress(connector, streaming);
         this.manifestFlags = new long[geo.chunks.length];
         this.ahead = !streaming && connector.pipelinedReads() ? store.newRead() : null;
         this.aheadDsts = ahead != null ? new MemorySegment[geo.chunks.length] : null;
     }
 
-    /** Runs the load; a failure (not a miss) is kept and rethrown to whoever waits. */
-    void run() {
-        progress.run(() -> connector.emitResult(geo, load()));
-    }
-
-    private DropResult load() {
+    @Override
+    DropResult load() {
         try (SinkTransfer s = target.layers().open(connector.resources(), geo, "dropSelect")) {
             sink = s;
             return loadLayers();
@@ -142,8 +110,6 @@ final class StoreDropSession implements DropSession {
     }
 
     private int committedChunks;
-    /** Time the layer being read spent polling for objects the producer had not stored yet, in ns. */
-    private long waitedNanos;
 
     /**
      * Reads the manifests in one batch call and checks them in order; without waiting, stops at the first absent
@@ -339,7 +305,7 @@ final class StoreDropSession implements DropSession {
         String[] keys = geo.layerKeys[layer];
         long bytes = 0;
         for (int c = 0; c < chunks; c++) {
-            long r = viewWaiting(keys[c]);
+            long r = viewWaiting(keys[c], view);
             try {
                 DropResult miss = missOrTooSmall(r, keys[c], geo.layerObjectBytes[c], layer);
                 if (miss != null) {
@@ -366,22 +332,6 @@ final class StoreDropSession implements DropSession {
         }
         recordLayer(start, bytes);
         return null;
-    }
-
-    /** {@link KVStore#tryView}, polled as {@link #getWaiting} polls when the session streams. */
-    private long viewWaiting(String key) {
-        long backoff = MIN_BACKOFF_NANOS;
-        long first = System.nanoTime();
-        while (true) {
-            long poll = System.nanoTime();
-            long r = store.tryView(key, view);
-            if (!GetResult.isMiss(r) || !streaming || System.nanoTime() - deadlineNanos >= 0) {
-                waitedNanos += poll - first;
-                return r;
-            }
-            LockSupport.parkNanos(backoff);
-            backoff = Math.min(MAX_BACKOFF_NANOS, backoff * 2);
-        }
     }
 
     /**
@@ -435,42 +385,11 @@ final class StoreDropSession implements DropSession {
         }
     }
 
-    private DropResult readHidden(int chunks) {
-        Tensor hidden = target.hidden();
-        TensorSpec hs = hidden.spec();
-        int hiddenSize = connector.layout().hiddenSize();
-        if (hs.rank() != 2 || hs.dim(1) != hiddenSize || hs.dim(0) < geo.chunks[chunks - 1].endToken()) {
-            throw KVException.of(ErrorCode.SHAPE_MISMATCH, "hidden target " + hs + " cannot hold "
-                    + geo.chunks[chunks - 1].endToken() + " x " + hiddenSize).operation("dropSelect").build();
-        }
-        long rowBytes = (long) hiddenSize * hs.dtype().byteWidth();
-        for (int c = 0; c < chunks; c++) {
-            if ((manifestFlags[c] & ChunkGeometry.FLAG_HIDDEN) == 0) {
-                return DropResult.miss(requestedTokens, MissReason.ABSENT, "the producer stored no hidden states for "
-                        + geo.chunks[c].hiddenKey());
-            }
-            DType dtype = hs.dtype();
-            long size = objects.hiddenObjectBytes(c, dtype);
-            MemorySegment staging = DropStaging.acquire(connector, size);
-            if (staging == null) {
-                return DropStaging.full(connector, requestedTokens, size);
-            }
-            try {
-                MemorySegment object = staging.asSlice(0, size);
-                String key = objects.hiddenKey(c);
-                long r = store.getInto(key, object);
-                DropResult miss = missOrTooSmall(r, key, object.byteSize(), HIDDEN);
-                if (miss == null) {
-                    miss = statusMiss(objects.validateHidden(c, dtype, object, r), key);
-                }
-                if (miss != null) {
-                    return miss;
-                }
-                MemorySegment.copy(object, objects.hiddenOffset(c), hidden.segment(),
-                        geo.chunks[c].startToken() * rowBytes, geo.chunks[c].tokens() * rowBytes);
-            } finally {
-                connector.staging().release(staging);
-            }
+    @Override
+    DropResult hiddenAbsent(int c) {
+        if ((manifestFlags[c] & ChunkGeometry.FLAG_HIDDEN) == 0) {
+            return DropResult.miss(requestedTokens, MissReason.ABSENT, "the producer stored no hidden states for "
+                    + geo.chunks[c].hiddenKey());
         }
         return null;
     }
@@ -501,38 +420,9 @@ final class StoreDropSession implements DropSession {
         return null;
     }
 
-    /** The miss for a codec status, or null when it is {@link ObjectPlan#OK}. */
-    private DropResult statusMiss(int status, String key) {
-        if (status == ObjectPlan.OK) {
-            return null;
-        }
-        return DropResult.miss(requestedTokens, objects.isLayoutMismatch(status) ? MissReason.LAYOUT_MISMATCH
-                : MissReason.CORRUPT, "object " + key + ": " + objects.describe(status));
-    }
-
     private DropResult manifestMiss(int status, String key) {
         return DropResult.miss(requestedTokens, RawTensorFormat.isLayoutMismatch(status) ? MissReason.LAYOUT_MISMATCH
                 : MissReason.CORRUPT, "object " + key + ": " + RawTensorFormat.describe(status));
-    }
-
-    /**
-     * Polls until the key appears or the deadline passes, backing off from 10 us to 1 ms; adds the time until the
-     * last poll began to {@link #waitedNanos}.
-     */
-    private long getWaiting(String key, MemorySegment dst) {
-        long backoff = MIN_BACKOFF_NANOS;
-        long first = System.nanoTime();
-        while (true) {
-            long poll = System.nanoTime();
-            long r = store.getInto(key, dst);
-            if (!GetResult.isMiss(r) || System.nanoTime() - deadlineNanos >= 0) {
-                // The last get is the copy itself; the polls and sleeps before it were the wait.
-                waitedNanos += poll - first;
-                return r;
-            }
-            LockSupport.parkNanos(backoff);
-            backoff = Math.min(MAX_BACKOFF_NANOS, backoff * 2);
-        }
     }
 
     private void consume(int chunks) {
@@ -548,23 +438,6 @@ final class StoreDropSession implements DropSession {
                 keys[k++] = objects.layerKey(c, l);
             }
         }
-        if (connector.removeOrKeep(keys, k, "drop-select", true)) {
-            connector.emitConsumed(geo, chunks);
-        }
-    }
-
-    @Override
-    public boolean awaitLayer(int layer) {
-        return progress.awaitLayer(layer);
-    }
-
-    @Override
-    public DropResult result() {
-        return progress.result();
-    }
-
-    @Override
-    public void close() {
-        progress.awaitDone();
+        consume(keys, k, chunks);
     }
 }

@@ -1,0 +1,171 @@
+package dev.kvconnector.connector;
+
+import dev.kvconnector.codec.ObjectPlan;
+import dev.kvconnector.error.ErrorCode;
+import dev.kvconnector.error.KVException;
+import dev.kvconnector.store.GetResult;
+import dev.kvconnector.store.KVStore;
+import dev.kvconnector.store.StoreView;
+import dev.kvconnector.tensor.DType;
+import dev.kvconnector.tensor.Tensor;
+import dev.kvconnector.tensor.TensorSpec;
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * What both drop-selects of a {@link StoreConnector} share, whatever their codec completes objects by: the request
+ * and its target, the layer-wise wait for objects the producer has not stored yet, the hidden states, the
+ * consume-mode removal and the progress that {@link #awaitLayer} and {@link #result()} read. Subclasses load the
+ * layers.
+ */
+abstract class StoreDropBase implements DropSession {
+    private static final long MIN_BACKOFF_NANOS = 10_000;
+    private static final long MAX_BACKOFF_NANOS = 1_000_000;
+
+    final StoreConnector connector;
+    final KVStore store;
+    final ChunkGeometry geo;
+    final ObjectPlan objects;
+    final DropTarget target;
+    final DropMode mode;
+    final boolean streaming;
+    final long deadlineNanos;
+    final int requestedTokens;
+    final DropProgress progress;
+    /** Time the object being read spent polling for the producer, in ns, added up by {@link #getWaiting}. */
+    long waitedNanos;
+
+    StoreDropBase(StoreConnector connector, ChunkGeometry geo, DropTarget target, DropMode mode, boolean streaming,
+                  long timeoutNanos, int requestedTokens) {
+        this.connector = connector;
+        this.store = connector.store();
+        this.geo = geo;
+        this.objects = geo.objects;
+        this.target = target;
+        this.mode = mode;
+        this.streaming = streaming;
+        this.deadlineNanos = System.nanoTime() + timeoutNanos;
+        this.requestedTokens = requestedTokens;
+        this.progress = new DropProgress(connector, streaming);
+    }
+
+    /** Runs the load; a failure (not a miss) is kept and rethrown to whoever waits. */
+    final void run() {
+        progress.run(() -> connector.emitResult(geo, load()));
+    }
+
+    /** Loads the request into the target: a hit, or a miss with its reason. */
+    abstract DropResult load();
+
+    /**
+     * Reads {@code key} into {@code dst}; streaming, polls until the key appears or the deadline passes, backing off
+     * from 10 us to 1 ms, and adds the time until the last poll began to {@link #waitedNanos}.
+     */
+    final long getWaiting(String key, MemorySegment dst) {
+        return readWaiting(key, dst, null);
+    }
+
+    /** {@link KVStore#tryView} into {@code view}, polled as {@link #getWaiting} polls. */
+    final long viewWaiting(String key, StoreView view) {
+        return readWaiting(key, null, view);
+    }
+
+    private long readWaiting(String key, MemorySegment dst, StoreView view) {
+        long backoff = MIN_BACKOFF_NANOS;
+        long first = System.nanoTime();
+        while (true) {
+            long poll = System.nanoTime();
+            long r = view != null ? store.tryView(key, view) : store.getInto(key, dst);
+            if (!GetResult.isMiss(r) || !streaming || System.nanoTime() - deadlineNanos >= 0) {
+                // The last read is the copy itself; the polls and sleeps before it were the wait.
+                waitedNanos += poll - first;
+                return r;
+            }
+            LockSupport.parkNanos(backoff);
+            backoff = Math.min(MAX_BACKOFF_NANOS, backoff * 2);
+        }
+    }
+
+    /** The miss for a codec status of {@code key}'s object, or null when it is {@link ObjectPlan#OK}. */
+    final DropResult statusMiss(int status, String key) {
+        if (status == ObjectPlan.OK) {
+            return null;
+        }
+        return DropResult.miss(requestedTokens, objects.isLayoutMismatch(status) ? MissReason.LAYOUT_MISMATCH
+                : MissReason.CORRUPT, "object " + key + ": " + objects.describe(status));
+    }
+
+    /**
+     * Reads the first {@code chunks} chunks' hidden-state objects, checks each with the codec and copies its rows
+     * into the target's hidden tensor; the first absent, short or damaged one is the miss.
+     *
+     * @throws KVException {@code SHAPE_MISMATCH} when the target's hidden tensor cannot hold the rows
+     */
+    final DropResult readHidden(int chunks) {
+        Tensor hidden = target.hidden();
+        TensorSpec hs = hidden.spec();
+        int hiddenSize = connector.layout().hiddenSize();
+        if (hs.rank() != 2 || hs.dim(1) != hiddenSize || hs.dim(0) < geo.chunks[chunks - 1].endToken()) {
+            throw KVException.of(ErrorCode.SHAPE_MISMATCH, "hidden target " + hs + " cannot hold "
+                    + geo.chunks[chunks - 1].endToken() + " x " + hiddenSize).store(store.uri())
+                    .operation("dropSelect").build();
+        }
+        DType dtype = hs.dtype();
+        long rowBytes = (long) hiddenSize * dtype.byteWidth();
+        for (int c = 0; c < chunks; c++) {
+            DropResult absent = hiddenAbsent(c);
+            if (absent != null) {
+                return absent;
+            }
+            long size = objects.hiddenObjectBytes(c, dtype);
+            MemorySegment staging = DropStaging.acquire(connector, size);
+            if (staging == null) {
+                return DropStaging.full(connector, requestedTokens, size);
+            }
+            try {
+                MemorySegment object = staging.asSlice(0, size);
+                String key = objects.hiddenKey(c);
+                long r = getWaiting(key, object);
+                if (GetResult.isMiss(r) || GetResult.isTooSmall(r)) {
+                    return DropResult.miss(requestedTokens, GetResult.isMiss(r) ? MissReason.ABSENT
+                            : MissReason.LAYOUT_MISMATCH, "hidden-state object " + key + (GetResult.isMiss(r)
+                            ? " is absent" : " holds " + GetResult.requiredSize(r) + " bytes, expected " + size));
+                }
+                DropResult miss = statusMiss(objects.validateHidden(c, dtype, object, r), key);
+                if (miss != null) {
+                    return miss;
+                }
+                MemorySegment.copy(object, objects.hiddenOffset(c), hidden.segment(),
+                        geo.chunks[c].startToken() * rowBytes, geo.chunks[c].tokens() * rowBytes);
+            } finally {
+                connector.staging().release(staging);
+            }
+        }
+        return null;
+    }
+
+    /** The miss when chunk {@code c} is known to have no hidden states before any read, else null. */
+    abstract DropResult hiddenAbsent(int c);
+
+    /** Consume mode: removes {@code keys[0..count)}, the first {@code chunks} chunks' objects, and says so. */
+    final void consume(String[] keys, int count, int chunks) {
+        if (connector.removeOrKeep(keys, count, "drop-select", true)) {
+            connector.emitConsumed(geo, chunks);
+        }
+    }
+
+    @Override
+    public final boolean awaitLayer(int layer) {
+        return progress.awaitLayer(layer);
+    }
+
+    @Override
+    public final DropResult result() {
+        return progress.result();
+    }
+
+    @Override
+    public final void close() {
+        progress.awaitDone();
+    }
+}
