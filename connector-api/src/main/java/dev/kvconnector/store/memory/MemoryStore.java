@@ -20,10 +20,7 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.EnumSet;
 import java.util.IdentityHashMap;
-import java.util.Iterator;
 import java.util.List;
-import java.util.LinkedHashMap;
-import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
@@ -36,8 +33,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * Reads copy straight from the stored memory into the caller's segment. A reader holds a reference to the entry
  * while it copies, so a concurrent remove or eviction frees the memory only after the copy ends.
  *
- * <p>The lock guards only the index and the LRU order; copies run outside it, so readers and writers of different
- * keys proceed in parallel.
+ * <p>The lock guards only the index and the LRU order ({@link LruIndex}, which makes no object per value); copies
+ * run outside it, so readers and writers of different keys proceed in parallel.
  *
  * <p>Values of 64 KiB and more live in blocks rounded up to a size class (four classes per power of two, so at most
  * 25% slack, counted against the capacity), and a freed block is kept for the next value of its class while the
@@ -65,7 +62,7 @@ public final class MemoryStore implements KVStore {
     private final long defaultTtlMillis;
     private final boolean evict;
     private final ReentrantLock lock = new ReentrantLock();
-    private final LinkedHashMap<String, Entry> index = new LinkedHashMap<>(64, 0.75f, true);
+    private final LruIndex<Entry> index = new LruIndex<>();
     private final KeptBlocks<Entry> freeBlocks = new KeptBlocks<>(Entry::blockBytes);
     /** Kept blocks that {@link #tryReserve} gave up, to be freed outside the lock; guarded by the lock. */
     private final List<Entry> freeLater = new ArrayList<>();
@@ -80,7 +77,7 @@ public final class MemoryStore implements KVStore {
      * zero references the block is freed or kept, with this entry and its slices, for the next value of its size
      * ({@link KeptBlocks}), so that a steady stream of same-sized values makes no object.
      */
-    final class Entry {
+    final class Entry extends LruIndex.Node<Entry> {
         private static final VarHandle REFS;
 
         static {
@@ -225,7 +222,7 @@ public final class MemoryStore implements KVStore {
             toFree = drainFreeLater();
         } finally {
             lock.unlock();
-            toFree.forEach(MemoryStore::freeBlock);
+            freeAll(toFree);
         }
         if (block == full) {
             throw KVException.of(ErrorCode.STORE_FULL, "no room for " + blockBytes + " bytes: " + usedBytes() + " of "
@@ -295,7 +292,7 @@ public final class MemoryStore implements KVStore {
             toFree = drainFreeLater();
         } finally {
             lock.unlock();
-            toFree.forEach(MemoryStore::freeBlock);
+            freeAll(toFree);
         }
         if (block == full) {
             return ClaimResult.FULL;
@@ -384,6 +381,13 @@ public final class MemoryStore implements KVStore {
         return out;
     }
 
+    /** Frees the blocks {@link #drainFreeLater} gave up; allocation-free when there are none. */
+    private static void freeAll(List<Entry> blocks) {
+        if (!blocks.isEmpty()) {
+            blocks.forEach(MemoryStore::freeBlock);
+        }
+    }
+
     /** Allocates a block tied to the store's scope; on failure the reservation is returned. */
     @SuppressWarnings("restricted")
     private Entry allocateBlock(long blockBytes, String op, String key) {
@@ -453,13 +457,12 @@ public final class MemoryStore implements KVStore {
         if (reservedBytes + freeBlocks.bytes() + size > capacity) {
             purgeExpired();
         }
-        Iterator<Map.Entry<String, Entry>> lru = index.entrySet().iterator();
         while (reservedBytes + freeBlocks.bytes() + size > capacity) {
             if (freeBlocks.bytes() > 0) {
                 freeLater.add(freeBlocks.dropOne());
-            } else if (evict && lru.hasNext()) {
-                Entry victim = lru.next().getValue();
-                lru.remove();
+            } else if (evict && index.eldest() != null) {
+                Entry victim = index.eldest();
+                index.remove(victim);
                 victim.release();
             } else {
                 return false;
@@ -480,24 +483,28 @@ public final class MemoryStore implements KVStore {
 
     private void purgeExpired() {
         long now = System.nanoTime();
-        Iterator<Entry> it = index.values().iterator();
-        while (it.hasNext()) {
-            Entry e = it.next();
+        for (Entry e = index.eldest(); e != null; ) {
+            Entry next = index.newer(e);
             if (e.expired(now)) {
-                it.remove();
+                index.remove(e);
                 e.release();
             }
+            e = next;
         }
     }
 
-    /** The live entry for key, removing it when expired. Caller holds the lock. */
+    /** The live entry for key, now the most recently used; removed when expired. Caller holds the lock. */
     private Entry liveEntry(String key, long now) {
         Entry e = index.get(key);
-        if (e != null && e.expired(now)) {
-            index.remove(key);
+        if (e == null) {
+            return null;
+        }
+        if (e.expired(now)) {
+            index.remove(e);
             e.release();
             return null;
         }
+        index.touch(e);
         return e;
     }
 
@@ -558,7 +565,7 @@ public final class MemoryStore implements KVStore {
         try {
             e = liveEntry(key, System.nanoTime());
             if (e != null) {
-                index.remove(key);
+                index.remove(e);
             }
         } finally {
             lock.unlock();
@@ -596,7 +603,7 @@ public final class MemoryStore implements KVStore {
      */
     @Override
     public void close() {
-        Entry[] entries;
+        List<Entry> entries = new ArrayList<>();
         MemoryClaim[] claims;
         lock.lock();
         try {
@@ -604,8 +611,7 @@ public final class MemoryStore implements KVStore {
                 return;
             }
             closed = true;
-            entries = index.values().toArray(new Entry[0]);
-            index.clear();
+            index.drainTo(entries);
             claims = openClaims.toArray(new MemoryClaim[0]);
             openClaims.clear();
         } finally {
