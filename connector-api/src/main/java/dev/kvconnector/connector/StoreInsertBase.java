@@ -4,6 +4,8 @@ import dev.kvconnector.codec.ObjectPlan;
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
 import dev.kvconnector.layout.KVLayout;
+import dev.kvconnector.paged.PagedKVCache;
+import dev.kvconnector.paged.TokenSlots;
 import dev.kvconnector.tensor.Tensor;
 import dev.kvconnector.tensor.TensorSpec;
 import java.lang.foreign.MemorySegment;
@@ -27,6 +29,8 @@ abstract class StoreInsertBase implements InsertSession, InsertChannel {
     final PendingPuts pending;
     boolean hiddenPut;
     private State state = State.OPEN;
+    /** The source of the last {@link #putLayer(int, PagedKVCache, TokenSlots)}, reused while its cache and slots are. */
+    private PagedLayers paged;
 
     /** {@code puts} names the puts for the error handler: {@code layer put}, {@code chunk put}. */
     StoreInsertBase(StoreConnector connector, ChunkGeometry geo, String puts) {
@@ -49,6 +53,15 @@ abstract class StoreInsertBase implements InsertSession, InsertChannel {
         checkLayer(layer);
         source.check(layout, tokens, "insert", connector.endpoint());
         source.insert(this, layer, 1);
+    }
+
+    /** {@inheritDoc} Layer after layer of the same cache and slots reuse one source. */
+    @Override
+    public final void putLayer(int layer, PagedKVCache cache, TokenSlots slots) {
+        if (paged == null || paged.cache() != cache || paged.slots() != slots) {
+            paged = LayerSource.paged(cache, slots);
+        }
+        putLayer(layer, paged);
     }
 
     @Override
