@@ -185,6 +185,10 @@ class P2pProducerMoveTest {
             InsertSession old = oldP.beginInsert(request(tid), drop.transferParams());
             old.putLayer(0, oldCache, pBlocks);
             old.abort();
+            // Sent after the abort on the same connection: refused once the abort retired the old P.
+            oldP.engine().notify(oldP.segment(d.engine().segmentName()), tid, P2pMessage.layer(
+                    oldP.engine().segmentName(), 1, P2pKv.LAYOUT.layerBytes(TOKENS), 1));
+            waitFor(() -> d.staleNotifications() == 1);
             assertTrue(drop.awaitLayer(0), "a layer that landed before the abort is whole");
 
             insertAll(newP, newCache, tid, drop.transferParams(drop.moveProducer("the first P failed")));
