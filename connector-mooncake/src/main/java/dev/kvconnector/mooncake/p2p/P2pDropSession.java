@@ -255,12 +255,7 @@ public final class P2pDropSession implements DropSession {
         int from;
         lock.lock();
         try {
-            if (ended || committed || miss != null) {
-                throw KVException.of(ErrorCode.CLOSED, "transfer " + tid + " on " + c.endpoint + " "
-                        + (ended ? "has ended" : committed ? "is complete: " + producer + " committed every layer"
-                        : "has missed (" + miss.reason() + ")") + "; there is no prefill left to move")
-                        .store(c.endpoint).operation("moveProducer").key(tid).build();
-            }
+            requireWaiting("moveProducer");
             stop = producer != null && !producerDone ? producer : null;
             from = 0;
             while (from < verified.length && (verified[from] || from == checking)) {
@@ -281,6 +276,34 @@ public final class P2pDropSession implements DropSession {
             c.tell(stop, tid, P2pMessage.cancel(c.engine.segmentName(), "the prefill moved: " + why));
         }
         return from;
+    }
+
+    /**
+     * D: no P will write this transfer any more (the proxy gave up its prefill): the transfer is an
+     * {@link MissReason#ABSENT} miss naming {@code why}, so that D recomputes without waiting for its layer timeout.
+     * As after any miss, {@link #result()} tells a producer still writing to stop and waits for its last word.
+     *
+     * @throws KVException {@code CLOSED} as {@link #moveProducer}
+     */
+    public void abandon(String why) {
+        lock.lock();
+        try {
+            requireWaiting("abandon");
+            missOnce(MissReason.ABSENT, "no P will write it: " + why);
+            changed.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Throws unless the transfer still waits for a producer; the caller holds the lock. */
+    private void requireWaiting(String op) {
+        if (ended || committed || miss != null) {
+            throw KVException.of(ErrorCode.CLOSED, "transfer " + tid + " on " + c.endpoint + " "
+                    + (ended ? "has ended" : committed ? "is complete: " + producer + " committed every layer"
+                    : "has missed (" + miss.reason() + ")") + "; there is no prefill left to move or give up")
+                    .store(c.endpoint).operation(op).key(tid).build();
+        }
     }
 
     /** Refuses the producer's later messages and waits for the next one; the caller holds the lock. */
@@ -395,11 +418,13 @@ public final class P2pDropSession implements DropSession {
 
     /**
      * After a miss, waits (holding the lock) for P's last message, for at most the layer timeout since P's latest:
-     * until then P may still be writing into D's blocks.
+     * until then P may still be writing into D's blocks. A producer retired meanwhile (its abort, while the producer
+     * may move) has said its last word.
      */
     private void awaitProducerDone() {
         long left;
-        while (!producerDone && (left = lastProgress + c.layerTimeoutNanos - System.nanoTime()) > 0) {
+        while (producer != null && !producerDone
+                && (left = lastProgress + c.layerTimeoutNanos - System.nanoTime()) > 0) {
             try {
                 changed.awaitNanos(left);
             } catch (InterruptedException e) {

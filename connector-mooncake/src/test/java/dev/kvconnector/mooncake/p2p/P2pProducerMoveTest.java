@@ -216,6 +216,23 @@ class P2pProducerMoveTest {
     }
 
     @Test
+    void anAbandonedTransferIsAnAbsentMissAtOnceAndTheProducerStillWritingIsToldToStop() {
+        String tid = tid();
+        try (P2pDropSession drop = d.beginDropSelect(request(tid), DropTarget.paged(dCache, dBlocks))) {
+            InsertSession old = oldP.beginInsert(request(tid), drop.transferParams());
+            old.putLayer(0, oldCache, pBlocks);
+            assertTrue(drop.awaitLayer(0));
+
+            drop.abandon("every P failed");
+
+            assertEquals(MissReason.ABSENT, drop.result().reason());
+            assertTrue(drop.result().detail().contains("every P failed"), drop.result().detail());
+            waitFor(((P2pInsertSession) old)::isCancelled);
+            old.close();
+        }
+    }
+
+    @Test
     void aTransferThatEndedHasNoProducerToMoveAndSaysWhichTransfer() {
         String tid = tid();
         P2pDropSession drop = d.beginDropSelect(request(tid), DropTarget.paged(dCache, dBlocks));
