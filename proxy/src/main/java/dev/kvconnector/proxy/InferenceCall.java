@@ -34,6 +34,8 @@ final class InferenceCall {
     static final String PREFILL_MOVED_PATH = "/kv/p2p/prefill";
     /** The field of D's {@code kv_transfer_params} saying that the prefill may move, and D be told. */
     static final String MAY_MOVE_FIELD = "kvc_prefill_may_move";
+    /** The field of a notice to {@value #PREFILL_MOVED_PATH} saying that the proxy gave the prefill up. */
+    static final String ABANDONED_FIELD = "kvc_prefill_abandoned";
 
     private final XpydProxy proxy;
     private final ProxyConfig config;
@@ -297,7 +299,8 @@ final class InferenceCall {
      * can send that P where the KV goes while P computes. When the prefill may be retried on another P
      * ({@link PrefillFailureMode#RETRY} with more than one attempt), {@value #MAY_MOVE_FIELD} says so: D already
      * has its params when a retry picks another P, so the proxy then tells D where the prefill moved
-     * ({@link #announcePrefillMove}), and D waits for that P rather than recompute when the first one aborts.
+     * ({@link #announcePrefillMove}), and D waits for that P rather than recompute when the first one aborts; when
+     * every attempt failed, D is told that too ({@link #announcePrefillAbandoned}).
      */
     ObjectNode concurrentDecodeParams(Instance p) {
         ObjectNode kv = HttpIo.JSON.createObjectNode();
@@ -326,25 +329,46 @@ final class InferenceCall {
         kv.put("remote_host", p.address.host());
         kv.put("remote_port", p.address.port());
         decodeBytes = json(body);
+        tellDecode(HttpIo.JSON.createObjectNode().put("transfer_id", requestId).put("remote_host", p.address.host())
+                .put("remote_port", p.address.port()), p);
+    }
+
+    /**
+     * Every concurrent prefill attempt failed after D was told the prefill may move: a decode sent from now on names
+     * no P, and the D waiting now is told with a notice ({@value #ABANDONED_FIELD}) that no P will write the transfer,
+     * so that it recomputes at once instead of waiting for its layer timeout. Not waited for; a D that does not take
+     * it is logged, and times out.
+     */
+    private void announcePrefillAbandoned() {
+        ObjectNode kv = (ObjectNode) body.get("kv_transfer_params");
+        kv.remove(List.of("remote_host", "remote_port", MAY_MOVE_FIELD));
+        decodeBytes = json(body);
+        tellDecode(HttpIo.JSON.createObjectNode().put("transfer_id", requestId).put(ABANDONED_FIELD, true), null);
+    }
+
+    /** Posts {@code notice} to the D of the decode in flight, if any; {@code movedTo}: the new P, null for none. */
+    private void tellDecode(ObjectNode notice, Instance movedTo) {
         if (current == null) {
             return;
         }
         Instance d = current.instance;
-        ObjectNode notice = HttpIo.JSON.createObjectNode().put("transfer_id", requestId)
-                .put("remote_host", p.address.host()).put("remote_port", p.address.port());
         UpstreamExchange ex = UpstreamExchange.send(proxy.upstream, loop, d, PREFILL_MOVED_PATH, requestId,
-                client.headers.get("Authorization"), json(notice), new PrefillMoveNotice(d, p));
-        ex.arm(deadline(ex, config.firstByteTimeout()), "the answer to the notice that the prefill moved");
+                client.headers.get("Authorization"), json(notice), new PrefillNotice(d, movedTo));
+        ex.arm(deadline(ex, config.firstByteTimeout()), "the answer to the notice on the prefill");
     }
 
-    /** The answer of D to {@link #announcePrefillMove}: counted when D took the notice, else logged. */
-    private final class PrefillMoveNotice implements UpstreamExchange.Listener {
+    /**
+     * The answer of D to {@link #announcePrefillMove} (counted when D took it) or {@link #announcePrefillAbandoned};
+     * logged when D did not take it.
+     */
+    private final class PrefillNotice implements UpstreamExchange.Listener {
         private final Instance d;
+        /** The P the prefill moved to; null when it was given up. */
         private final Instance p;
         private final StringBuilder answer = new StringBuilder();
         private int status;
 
-        PrefillMoveNotice(Instance d, Instance p) {
+        PrefillNotice(Instance d, Instance p) {
             this.d = d;
             this.p = p;
         }
@@ -352,7 +376,7 @@ final class InferenceCall {
         @Override
         public void onHeaders(UpstreamExchange ex, int code) {
             status = code;
-            ex.arm(deadline(ex, config.totalTimeout()), "the body of the answer to the notice that the prefill moved");
+            ex.arm(deadline(ex, config.totalTimeout()), "the body of the answer to the notice on the prefill");
         }
 
         @Override
@@ -369,8 +393,11 @@ final class InferenceCall {
         @Override
         public void onEnd(UpstreamExchange ex) {
             if (status / 100 == 2) {
-                proxy.metrics.prefillMovesAnnounced.increment();
-                LOG.debug("request {}: {} took the notice that transfer {} moved to {}", requestId, d, requestId, p);
+                if (p != null) {
+                    proxy.metrics.prefillMovesAnnounced.increment();
+                }
+                LOG.debug("request {}: {} took the notice that the prefill of transfer {} {}", requestId, d,
+                        requestId, what());
             } else {
                 String text = answer.toString().strip();
                 notTaken(d + " answered " + status + ": " + (text.isEmpty() ? "(empty body)" : text)
@@ -389,10 +416,14 @@ final class InferenceCall {
             notTaken("proxy error: " + e);
         }
 
+        private String what() {
+            return p == null ? "was given up" : "moved to " + p;
+        }
+
         private void notTaken(String why) {
-            LOG.warn("request {}: decode instance {} was not told that the prefill of transfer {} moved to {}: {}; a "
-                    + "peer-to-peer D waits for the first P until its layer timeout, then recomputes", requestId, d,
-                    requestId, p, why);
+            LOG.warn("request {}: decode instance {} was not told that the prefill of transfer {} {}: {}; a "
+                    + "peer-to-peer D waits for the P it knows until its layer timeout, then recomputes", requestId, d,
+                    requestId, what(), why);
         }
     }
 
@@ -433,6 +464,9 @@ final class InferenceCall {
             if (!cancelled) {
                 proxy.metrics.decodeOnlyFallbacks.increment();
                 LOG.warn("request {}: concurrent prefill failed; decode recomputes the prompt", requestId);
+                if (attempt > 0 && attempts > 1) {
+                    announcePrefillAbandoned();
+                }
             }
         }
 

@@ -64,6 +64,29 @@ class ConcurrentFlowTest extends ProxyTestBase {
     }
 
     @Test
+    void aConcurrentPrefillThatEveryPFailsIsAnnouncedToDAsGivenUp() throws Exception {
+        var p1 = instance("p1").failNext(1, 500);
+        var p2 = instance("p2").failNext(1, 500);
+        var d = instance("d");
+        d.answerWhen(() -> d.prefillMoves().size() == 2);
+        XpydProxy proxy = start(config().flow(ProxyFlow.CONCURRENT).maxPrefillAttempts(2)
+                .prefill(p1.address(), p2.address()).decode(d.address()));
+
+        HttpResponse<String> res = post(proxy, "/v1/completions", PROMPT);
+
+        assertEquals(200, res.statusCode());
+        String id = res.headers().firstValue("X-Request-Id").orElseThrow();
+        assertEquals(2, d.prefillMoves().size(), d.prefillMoves().toString());
+        assertEquals(p2.port(), d.prefillMoves().get(0).path("remote_port").asInt());
+        JsonNode givenUp = d.prefillMoves().get(1);
+        assertEquals(id, givenUp.path("transfer_id").asText());
+        assertTrue(givenUp.path("kvc_prefill_abandoned").asBoolean(), givenUp.toString());
+        assertFalse(givenUp.has("remote_host"), givenUp.toString());
+        awaitMetric(proxy, "xpyd_proxy_decode_only_total 1");
+        awaitMetric(proxy, "xpyd_proxy_prefill_moves_announced_total 1");
+    }
+
+    @Test
     void aConcurrentPrefillThatSucceedsFirstIsNeverAnnouncedToD() throws Exception {
         var p1 = instance("p1");
         var d = instance("d").answerWhen(() -> !p1.completions().isEmpty());
