@@ -435,11 +435,13 @@ public final class Engine implements AutoCloseable {
 
     /**
      * D, peer to peer: the proxy retried the prefill of {@code notice}'s {@code transfer_id} on the P at its
-     * {@code remote_host}/{@code remote_port}; see {@link P2pTransport#prefillMoved}.
+     * {@code remote_host}/{@code remote_port} ({@link P2pTransport#prefillMoved}), or, with
+     * {@value P2pTransport#ABANDONED_FIELD} true, gave it up ({@link P2pTransport#prefillAbandoned}).
      *
-     * @return the first layer the new P writes, or -1 when the notice is held for a request not begun yet
-     * @throws KVException {@code UNSUPPORTED} when this engine loads no KV peer to peer;
-     *     {@link P2pTransport#prefillMoved}'s
+     * @return the first layer the new P writes (0 for a prefill given up), or -1 when the notice is held for a request
+     *     not begun yet
+     * @throws KVException {@code UNSUPPORTED} when this engine loads no KV peer to peer; those of
+     *     {@link P2pTransport#prefillMoved} and {@link P2pTransport#prefillAbandoned}
      */
     public int prefillMoved(KVTransferParams notice) {
         if (p2p == null || !role.consumes()) {
@@ -447,6 +449,10 @@ public final class Engine implements AutoCloseable {
                     + "KV peer to peer: transfer " + notice.transferId() + " has no drop-select here to move")
                     .operation("p2p prefill moved").key(notice.transferId())
                     .hint("send the notice to a decode engine started with --transport p2p").build();
+        }
+        var abandoned = notice.unknownFields().get(P2pTransport.ABANDONED_FIELD);
+        if (abandoned != null && abandoned.asBoolean(false)) {
+            return p2p.prefillAbandoned(notice.transferId()) ? 0 : -1;
         }
         return p2p.prefillMoved(notice.transferId(), notice.remoteHost(), notice.remotePort());
     }

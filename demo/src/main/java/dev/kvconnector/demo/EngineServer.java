@@ -51,7 +51,8 @@ import org.slf4j.LoggerFactory;
  *       notice that it retried a transfer's prefill on another P, {@code {"transfer_id", "remote_host",
  *       "remote_port"}}. 200 with {@code from_layer} when D's request waits (D asks that P for the layers from
  *       there on), 202 when it has not begun (the notice is held for it), 409 when it has ended, 404 from an engine
- *       that loads nothing peer to peer, 400 for a notice without those fields.</li>
+ *       that loads nothing peer to peer, 400 for a notice without those fields. With {@code kvc_prefill_abandoned}
+ *       true instead of a P, the proxy gave the prefill up: D's request recomputes at once (200, or 202 held).</li>
  * </ul>
  * Decoding is greedy whatever the sampling fields say. Bad requests get 400 with an OpenAI-style error object,
  * a body that is not JSON 415, an unknown model 404, a full cache 503. Each request runs on a virtual thread.
@@ -250,8 +251,14 @@ public final class EngineServer implements AutoCloseable {
             try {
                 int from = engine.prefillMoved(notice);
                 ObjectNode answer = JSON.createObjectNode().put("transfer_id", notice.transferId());
-                json(ex, from >= 0 ? 200 : 202, from >= 0 ? answer.put("from_layer", from)
-                        : answer.put("state", "held until D's request for it begins"));
+                if (from < 0) {
+                    answer.put("state", "held until D's request for it begins");
+                } else if (notice.unknownFields().containsKey(P2pTransport.ABANDONED_FIELD)) {
+                    answer.put("state", "the prefill was given up: D recomputes");
+                } else {
+                    answer.put("from_layer", from);
+                }
+                json(ex, from >= 0 ? 200 : 202, answer);
             } catch (KVException e) {
                 error(ex, switch (e.code()) {
                     case INVALID_ARGUMENT -> 400;

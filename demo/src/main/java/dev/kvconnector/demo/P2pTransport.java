@@ -61,7 +61,8 @@ import org.slf4j.LoggerFactory;
  *       others. A notice that comes before D's request began is held for {@link #NOTICE_HOLD_NANOS} (at most
  *       {@link #NOTICES_HELD}), and the request then asks the new P straight away. When the proxy says the prefill
  *       may move ({@link #MAY_MOVE_FIELD}), an abort from P leaves D waiting for the next P, up to its layer
- *       timeout, instead of recomputing at once.</li>
+ *       timeout, instead of recomputing at once; when the proxy gives the prefill up ({@link #prefillAbandoned}),
+ *       D recomputes at once.</li>
  * </ol>
  *
  * <p>With {@code p2p+store} the connector is a {@link MultiConnector} of the P2P connector and a store connector
@@ -83,6 +84,8 @@ public final class P2pTransport implements AutoCloseable {
      * P and tell D ({@value #PREFILL_PATH}); true or absent.
      */
     public static final String MAY_MOVE_FIELD = "kvc_prefill_may_move";
+    /** The field of a notice to {@value #PREFILL_PATH} saying that the proxy gave the prefill up; true or absent. */
+    public static final String ABANDONED_FIELD = "kvc_prefill_abandoned";
     /** How long D holds a notice for a transfer whose request has not begun, in ns: 30 s. */
     static final long NOTICE_HOLD_NANOS = 30_000_000_000L;
     /** The most notices D holds for requests not begun; beyond, the oldest is dropped. */
@@ -267,7 +270,9 @@ public final class P2pTransport implements AutoCloseable {
             }
             String why = "its request ended";
             try {
-                if (moved != null && System.nanoTime() - moved.expiresNanos < 0) {
+                if (moved != null && System.nanoTime() - moved.expiresNanos < 0 && moved.host == null) {
+                    drop.abandon("the proxy gave up the prefill before this request began");
+                } else if (moved != null && System.nanoTime() - moved.expiresNanos < 0) {
                     LOG.info("transfer {}: the prefill moved to {}:{} before this request began; asking it",
                             tid, moved.host, moved.port);
                     sendDestination(tid, moved.host, moved.port, drop.transferParams());
@@ -327,23 +332,9 @@ public final class P2pTransport implements AutoCloseable {
                     + "remote_port (1..65535); got transfer " + transferId + " at " + host + ":" + port)
                     .operation("p2p prefill moved").key(transferId).build();
         }
-        P2pDropSession drop;
-        synchronized (incoming) {
-            drop = incoming.get(transferId);
-            if (drop == null) {
-                String why = ended.get(transferId);
-                if (why != null) {
-                    throw KVException.of(ErrorCode.CLOSED, "transfer " + transferId + ": D's request for it has "
-                            + "ended (" + why + "); the prefill on " + host + ":" + port + " comes too late")
-                            .operation("p2p prefill moved").key(transferId).build();
-                }
-                long now = System.nanoTime();
-                held.values().removeIf(h -> now - h.expiresNanos >= 0);
-                held.put(transferId, new HeldNotice(host, port, now + NOTICE_HOLD_NANOS));
-                LOG.info("transfer {}: the prefill moved to {}:{} before D's request began; held for {} s", transferId,
-                        host, port, TimeUnit.NANOSECONDS.toSeconds(NOTICE_HOLD_NANOS));
-                return -1;
-            }
+        P2pDropSession drop = waitingOrHold(transferId, host, port);
+        if (drop == null) {
+            return -1;
         }
         int from = drop.moveProducer("the proxy retried it on " + host + ":" + port);
         LOG.info("transfer {}: the prefill moved to {}:{}; asking it for the layers from {} on", transferId, host, port,
@@ -352,7 +343,59 @@ public final class P2pTransport implements AutoCloseable {
         return from;
     }
 
-    /** A notice of a moved prefill for a request not begun yet. */
+    /**
+     * D: the proxy gave up the prefill of {@code transferId} (every P it tried failed). A drop-select waiting for it
+     * misses at once ({@link P2pDropSession#abandon}) and the engine recomputes, instead of waiting for its layer
+     * timeout; a notice for a request not begun yet is held as {@link #prefillMoved}'s, and the request then misses
+     * without asking any P.
+     *
+     * @return true when a waiting drop-select was ended, false when the notice is held
+     * @throws KVException {@code INVALID_ARGUMENT} without a transfer id; {@code CLOSED} as {@link #prefillMoved}
+     */
+    public boolean prefillAbandoned(String transferId) {
+        if (transferId == null || transferId.isEmpty()) {
+            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "a notice that the prefill was given up needs its "
+                    + "transfer_id").operation("p2p prefill abandoned").build();
+        }
+        P2pDropSession drop = waitingOrHold(transferId, null, 0);
+        if (drop == null) {
+            return false;
+        }
+        drop.abandon("the proxy gave up the prefill (every P it tried failed)");
+        LOG.info("transfer {}: the proxy gave up the prefill; recomputing", transferId);
+        return true;
+    }
+
+    /**
+     * The drop-select waiting for {@code transferId}, or null after holding the notice ({@code host} null: the
+     * prefill was given up) for a request not begun.
+     *
+     * @throws KVException {@code CLOSED} naming the transfer when its request has ended
+     */
+    private P2pDropSession waitingOrHold(String transferId, String host, int port) {
+        synchronized (incoming) {
+            P2pDropSession drop = incoming.get(transferId);
+            if (drop != null) {
+                return drop;
+            }
+            String why = ended.get(transferId);
+            if (why != null) {
+                throw KVException.of(ErrorCode.CLOSED, "transfer " + transferId + ": D's request for it has ended ("
+                        + why + "); the notice that its prefill " + (host == null ? "was given up"
+                        : "moved to " + host + ":" + port) + " comes too late")
+                        .operation("p2p prefill notice").key(transferId).build();
+            }
+            long now = System.nanoTime();
+            held.values().removeIf(h -> now - h.expiresNanos >= 0);
+            held.put(transferId, new HeldNotice(host, port, now + NOTICE_HOLD_NANOS));
+            LOG.info("transfer {}: the prefill {} before D's request began; held for {} s", transferId,
+                    host == null ? "was given up" : "moved to " + host + ":" + port,
+                    TimeUnit.NANOSECONDS.toSeconds(NOTICE_HOLD_NANOS));
+            return null;
+        }
+    }
+
+    /** A notice for a request not begun yet: where the prefill moved, or ({@code host} null) that it was given up. */
     private record HeldNotice(String host, int port, long expiresNanos) {
     }
 

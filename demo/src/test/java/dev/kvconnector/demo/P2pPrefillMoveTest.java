@@ -11,6 +11,7 @@ import com.sun.net.httpserver.HttpServer;
 import dev.kvconnector.config.KVTransferParams;
 import dev.kvconnector.connector.DropResult;
 import dev.kvconnector.connector.DropTarget;
+import dev.kvconnector.connector.MissReason;
 import dev.kvconnector.connector.spi.ConnectorContext;
 import dev.kvconnector.connector.spi.KVConnectors;
 import dev.kvconnector.error.ErrorCode;
@@ -39,7 +40,8 @@ import org.junit.jupiter.api.Test;
 /**
  * D's side of a concurrent prefill that the proxy retried on another P ({@link P2pTransport#prefillMoved}): D keeps
  * the layers it accepted from the first P and takes the others from the second, a notice that comes before D's
- * request is held for it, and one for a transfer D has ended is refused by name. The two P's caches hold different
+ * request is held for it, one that the proxy gave the prefill up ends D's wait at once, and one for a transfer D has
+ * ended is refused by name. The two P's caches hold different
  * bytes, so every layer in D's blocks tells which P wrote it; their prefills are driven by hand, a layer at a time.
  */
 class P2pPrefillMoveTest {
@@ -169,6 +171,27 @@ class P2pPrefillMoveTest {
         for (int l = 0; l < LAYOUT.numLayers(); l++) {
             assertTrue(sameLayer(secondCache, l), "layer " + l);
         }
+    }
+
+    @Test
+    void aPrefillThatTheProxyGaveUpEndsDsWaitAtOnceAsAMissNamingIt() throws Exception {
+        BlockingQueue<Integer> landed = new LinkedBlockingQueue<>();
+        CompletableFuture<DropResult> result = dReceives(landed);
+        assertEquals(202, firstAnswers.poll(10, TimeUnit.SECONDS));
+        P2pOutgoing failing = first.beginPrefill(TRANSFER, prompt, firstCache, pTable);
+        failing.layerComputed(0);
+        assertEquals(0, landed.poll(10, TimeUnit.SECONDS));
+        failing.prefillFailed(new IllegalStateException("the first P's forward pass broke"));
+        failing.engineDone(() -> { });
+        long start = System.nanoTime();
+
+        assertTrue(d.prefillAbandoned(TRANSFER), "D's request was waiting");
+
+        DropResult r = result.get(10, TimeUnit.SECONDS);
+        long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+        assertEquals(MissReason.ABSENT, r.reason(), r::toString);
+        assertTrue(r.detail().contains(TRANSFER) && r.detail().contains("gave up"), r.detail());
+        assertTrue(ms < 5_000, "D waited " + ms + " ms, toward its 10 s layer timeout");
     }
 
     @Test
