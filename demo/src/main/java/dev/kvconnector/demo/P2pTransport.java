@@ -238,8 +238,9 @@ public final class P2pTransport implements AutoCloseable {
      * D: loads the request. When {@code params} name a P ({@code remote_host} and {@code remote_port}) and a
      * transfer id, the KV comes from that P: D begins the drop-select, sends its destination to P's
      * {@value #SEND_PATH} and waits layer by layer (a P that cannot be told ends it as a {@code TIMED_OUT} miss
-     * after the connector's layer timeout). Otherwise it comes from the store, when there is one, else it is an
-     * {@code ABSENT} miss.
+     * after the connector's layer timeout). While it waits, the proxy may move the prefill to another P
+     * ({@link #prefillMoved}) or give it up ({@link #prefillAbandoned}); a notice held for the transfer is applied as
+     * it begins. Otherwise it comes from the store, when there is one, else it is an {@code ABSENT} miss.
      *
      * @param onLayer called with each layer accepted from P, in order (where an engine would compute)
      */
@@ -270,9 +271,12 @@ public final class P2pTransport implements AutoCloseable {
             }
             String why = "its request ended";
             try {
-                if (moved != null && System.nanoTime() - moved.expiresNanos < 0 && moved.host == null) {
+                if (moved != null && System.nanoTime() - moved.expiresNanos >= 0) {
+                    moved = null;
+                }
+                if (moved != null && moved.host == null) {
                     drop.abandon("the proxy gave up the prefill before this request began");
-                } else if (moved != null && System.nanoTime() - moved.expiresNanos < 0) {
+                } else if (moved != null) {
                     LOG.info("transfer {}: the prefill moved to {}:{} before this request began; asking it",
                             tid, moved.host, moved.port);
                     sendDestination(tid, moved.host, moved.port, drop.transferParams());
