@@ -88,6 +88,8 @@ public final class Engine implements AutoCloseable {
     private final PagedKVCache cache;
     private final BlockAllocator blocks;
     private final SegmentPool hiddenPool;
+    /** {@link Builder#failPrefillAfterLayers}: the layers a prefill hands on before it fails; -1: never. */
+    private final int failPrefillAfterLayers;
     private final String engineId = "demo-" + UUID.randomUUID().toString().substring(0, 8);
     private final LongAdder requests = new LongAdder();
     private final LongAdder promptTokens = new LongAdder();
@@ -118,6 +120,7 @@ public final class Engine implements AutoCloseable {
                 b.prefixEvents, b.prefixInstance);
         this.decodeSave = b.saveDecodeKv ? new DecodeKvSave(connector, config.layers()) : null;
         this.hiddenPool = new SegmentPool(HIDDEN_POOL_BYTES);
+        this.failPrefillAfterLayers = b.failPrefillAfterLayers;
         for (MissReason r : MissReason.values()) {
             misses.put(r, new LongAdder());
         }
@@ -363,8 +366,10 @@ public final class Engine implements AutoCloseable {
                 ? beginInsert(request) : null;
         LayerInserter inserter = session == null ? null : new LayerInserter(session, table);
         float[] hidden;
+        IntConsumer onLayer = toPeer != null ? toPeer::layerComputed : inserter;
         try {
-            hidden = model.forward(rest, from, cache, table, toPeer != null ? toPeer::layerComputed : inserter);
+            hidden = model.forward(rest, from, cache, table, failPrefillAfterLayers < 0 ? onLayer
+                    : failingAfter(onLayer));
         } catch (RuntimeException e) {
             if (session != null) {
                 abortQuietly(session);
@@ -393,6 +398,20 @@ public final class Engine implements AutoCloseable {
                 peerHidden);
     }
 
+    /** {@code onLayer} (null for none) for the first {@link #failPrefillAfterLayers} layers, then a failure. */
+    private IntConsumer failingAfter(IntConsumer onLayer) {
+        return layer -> {
+            if (layer >= failPrefillAfterLayers) {
+                throw KVException.of(ErrorCode.INTERNAL, "engine " + engineId + ": the prefill failed at layer "
+                        + layer + " on purpose (Engine.Builder.failPrefillAfterLayers, a test hook)")
+                        .operation("prefill").build();
+            }
+            if (onLayer != null) {
+                onLayer.accept(layer);
+            }
+        };
+    }
+
     /**
      * A computed prefill: the first generated token, whether its KV was inserted and committed (or, peer to peer,
      * goes to D), and the copy of its hidden states kept for D (pooled; null when none).
@@ -412,6 +431,30 @@ public final class Engine implements AutoCloseable {
                     + "to peer").operation("p2p send").hint("start the engine with --transport p2p").build();
         }
         return p2p.destination(destination);
+    }
+
+    /**
+     * D, peer to peer: the proxy retried the prefill of {@code notice}'s {@code transfer_id} on the P at its
+     * {@code remote_host}/{@code remote_port} ({@link P2pTransport#prefillMoved}), or, with
+     * {@value P2pTransport#ABANDONED_FIELD} true, gave it up ({@link P2pTransport#prefillAbandoned}).
+     *
+     * @return the first layer the new P writes (0 for a prefill given up), or -1 when the notice is held for a request
+     *     not begun yet
+     * @throws KVException {@code UNSUPPORTED} when this engine loads no KV peer to peer; those of
+     *     {@link P2pTransport#prefillMoved} and {@link P2pTransport#prefillAbandoned}
+     */
+    public int prefillMoved(KVTransferParams notice) {
+        if (p2p == null || !role.consumes()) {
+            throw KVException.of(ErrorCode.UNSUPPORTED, "engine " + engineId + " (" + role.vllmName() + ") loads no "
+                    + "KV peer to peer: transfer " + notice.transferId() + " has no drop-select here to move")
+                    .operation("p2p prefill moved").key(notice.transferId())
+                    .hint("send the notice to a decode engine started with --transport p2p").build();
+        }
+        var abandoned = notice.unknownFields().get(P2pTransport.ABANDONED_FIELD);
+        if (abandoned != null && abandoned.asBoolean(false)) {
+            return p2p.prefillAbandoned(notice.transferId()) ? 0 : -1;
+        }
+        return p2p.prefillMoved(notice.transferId(), notice.remoteHost(), notice.remotePort());
     }
 
     /** The connectors by transport ({@code p2p}, {@code store}) of a peer-to-peer engine; empty otherwise. */
@@ -560,6 +603,7 @@ public final class Engine implements AutoCloseable {
         private String prefixInstance;
         private boolean sharePrefixes;
         private boolean saveDecodeKv;
+        private int failPrefillAfterLayers = -1;
 
         private Builder(ModelWeights weights) {
             this.weights = weights;
@@ -646,6 +690,16 @@ public final class Engine implements AutoCloseable {
                         + "later prompt that extends this one finds them; this connector's keys and objects carry them")
                         .hint("use sharePrefixes (--share-prefixes)").build();
             }
+        }
+
+        /**
+         * A test hook, for failures mid-prefill: every prefill this engine computes hands on (to the store or D) the
+         * KV of its first {@code layers} layers, then fails with {@code INTERNAL} naming this hook, as an engine
+         * whose forward pass breaks mid-prompt; an engine server answers it 500. Default -1: never.
+         */
+        Builder failPrefillAfterLayers(int layers) {
+            this.failPrefillAfterLayers = layers;
+            return this;
         }
 
         /** Blocks of {@value ModelConfig#BLOCK_SIZE} tokens in the paged cache (default: 4 full contexts). */

@@ -47,6 +47,12 @@ import org.slf4j.LoggerFactory;
  *       as {@code kv_transfer_params}. When P's prefill of that transfer id has ended, P writes it there and
  *       answers 200 with {@code sent_bytes}; otherwise 202: P writes each layer as its prefill computes it (a
  *       destination no prefill comes for is dropped after a minute). 400 for a destination that does not fit.</li>
+ *   <li>{@code POST /kv/p2p/prefill} (a consumer with {@code --transport p2p} or {@code p2p+store}): the proxy's
+ *       notice that it retried a transfer's prefill on another P, {@code {"transfer_id", "remote_host",
+ *       "remote_port"}}. 200 with {@code from_layer} when D's request waits (D asks that P for the layers from
+ *       there on), 202 when it has not begun (the notice is held for it), 409 when it has ended, 404 from an engine
+ *       that loads nothing peer to peer, 400 for a notice without those fields. With {@code kvc_prefill_abandoned}
+ *       true instead of a P, the proxy gave the prefill up: D's request recomputes at once (200, or 202 held).</li>
  * </ul>
  * Decoding is greedy whatever the sampling fields say. Bad requests get 400 with an OpenAI-style error object,
  * a body that is not JSON 415, an unknown model 404, a full cache 503. Each request runs on a virtual thread.
@@ -106,6 +112,7 @@ public final class EngineServer implements AutoCloseable {
         http.createContext("/health", s::health);
         http.createContext("/kv/metrics", s::kvMetrics);
         http.createContext(P2pTransport.SEND_PATH, s::p2pSend);
+        http.createContext(P2pTransport.PREFILL_PATH, s::p2pPrefillMoved);
         http.start();
         LOG.info("serving {} ({}) on http://{}:{}", modelName, engine.role().vllmName(), host, s.port());
         return s;
@@ -221,6 +228,42 @@ public final class EngineServer implements AutoCloseable {
             } catch (KVException e) {
                 error(ex, switch (e.code()) {
                     case INVALID_ARGUMENT, SHAPE_MISMATCH, INVALID_CONFIG -> 400;
+                    default -> 500;
+                }, e.getMessage());
+            }
+        }
+    }
+
+    /** D, peer to peer: the proxy's notice that a transfer's prefill moved to another P. */
+    private void p2pPrefillMoved(HttpExchange ex) throws IOException {
+        try (ex) {
+            if (!"POST".equals(ex.getRequestMethod())) {
+                error(ex, 405, "use POST " + P2pTransport.PREFILL_PATH);
+                return;
+            }
+            KVTransferParams notice;
+            try {
+                notice = KVTransferParams.fromJsonNode(JSON.readTree(ex.getRequestBody().readNBytes(MAX_BODY_BYTES)));
+            } catch (IOException | KVException e) {
+                error(ex, 400, "the body must name transfer_id, remote_host and remote_port: " + e.getMessage());
+                return;
+            }
+            try {
+                int from = engine.prefillMoved(notice);
+                ObjectNode answer = JSON.createObjectNode().put("transfer_id", notice.transferId());
+                if (from < 0) {
+                    answer.put("state", "held until D's request for it begins");
+                } else if (notice.unknownFields().containsKey(P2pTransport.ABANDONED_FIELD)) {
+                    answer.put("state", "the prefill was given up: D recomputes");
+                } else {
+                    answer.put("from_layer", from);
+                }
+                json(ex, from >= 0 ? 200 : 202, answer);
+            } catch (KVException e) {
+                error(ex, switch (e.code()) {
+                    case INVALID_ARGUMENT -> 400;
+                    case UNSUPPORTED -> 404;
+                    case CLOSED -> 409;
                     default -> 500;
                 }, e.getMessage());
             }
@@ -439,7 +482,8 @@ public final class EngineServer implements AutoCloseable {
     private static ObjectNode errorBody(int status, String message) {
         ObjectNode root = JSON.createObjectNode();
         root.putObject("error").put("message", message)
-                .put("type", status == 400 ? "BadRequestError" : status == 404 ? "NotFoundError" : "ServerError")
+                .put("type", status == 400 ? "BadRequestError" : status == 404 ? "NotFoundError" : status == 409
+                        ? "ConflictError" : "ServerError")
                 .put("code", status);
         return root;
     }

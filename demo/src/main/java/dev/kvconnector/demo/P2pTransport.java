@@ -26,11 +26,13 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.Collections;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.SequencedMap;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import java.util.function.IntConsumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -53,6 +55,14 @@ import org.slf4j.LoggerFactory;
  *   <li>P's blocks go back to the engine when both the engine and the transfer are done with them. A prefill no D
  *       asks for, and a destination no prefill comes for, are dropped after {@link #HOLD_NANOS} (checked whenever
  *       a transfer begins).</li>
+ *   <li>When the proxy's concurrent flow retries the prefill on another P, it tells D ({@link #PREFILL_PATH},
+ *       {@link #prefillMoved}): D moves its drop-select to that P ({@link P2pDropSession#moveProducer}) and sends
+ *       it its destination from the next layer it awaits on, so the layers it accepted stay and the new P writes the
+ *       others. A notice that comes before D's request began is held for {@link #NOTICE_HOLD_NANOS} (at most
+ *       {@link #NOTICES_HELD}), and the request then asks the new P straight away. When the proxy says the prefill
+ *       may move ({@link #MAY_MOVE_FIELD}), an abort from P leaves D waiting for the next P, up to its layer
+ *       timeout, instead of recomputing at once; when the proxy gives the prefill up ({@link #prefillAbandoned}),
+ *       D recomputes at once.</li>
  * </ol>
  *
  * <p>With {@code p2p+store} the connector is a {@link MultiConnector} of the P2P connector and a store connector
@@ -67,12 +77,43 @@ public final class P2pTransport implements AutoCloseable {
     static final long HOLD_NANOS = 60_000_000_000L;
     /** P's endpoint that takes D's destination. */
     public static final String SEND_PATH = "/kv/p2p/send";
+    /** D's endpoint that takes the proxy's notice that a transfer's prefill moved to another P. */
+    public static final String PREFILL_PATH = "/kv/p2p/prefill";
+    /**
+     * The field of D's {@code kv_transfer_params} by which the proxy says that it may retry the prefill on another
+     * P and tell D ({@value #PREFILL_PATH}); true or absent.
+     */
+    public static final String MAY_MOVE_FIELD = "kvc_prefill_may_move";
+    /** The field of a notice to {@value #PREFILL_PATH} saying that the proxy gave the prefill up; true or absent. */
+    public static final String ABANDONED_FIELD = "kvc_prefill_abandoned";
+    /** How long D holds a notice for a transfer whose request has not begun, in ns: 30 s. */
+    static final long NOTICE_HOLD_NANOS = 30_000_000_000L;
+    /** The most notices D holds for requests not begun; beyond, the oldest is dropped. */
+    static final int NOTICES_HELD = 1024;
+    /** Transfers D remembers having ended, to refuse a late notice for one by name. */
+    static final int ENDED_REMEMBERED = 4096;
 
     private final KVStoreConnector connector;
     private final TransferEngineConnector p2p;
     /** The composite's store connector, for loads without a P; null for P2P alone. */
     private final KVStoreConnector store;
     private final Map<String, P2pOutgoing> outgoing = new ConcurrentHashMap<>();
+    /** D: the drop-selects waiting for a P, by transfer id; with {@link #held} and {@link #ended}, under its lock. */
+    private final Map<String, P2pDropSession> incoming = new HashMap<>();
+    /** D: notices of a moved prefill that came before their request began, oldest first. */
+    private final LinkedHashMap<String, HeldNotice> held = new LinkedHashMap<>() {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<String, HeldNotice> eldest) {
+            return size() > NOTICES_HELD;
+        }
+    };
+    /** D: transfers whose request ended, with why, to answer a late notice. */
+    private final LinkedHashMap<String, String> ended = new LinkedHashMap<>() {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<String, String> eldest) {
+            return size() > ENDED_REMEMBERED;
+        }
+    };
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
     /**
@@ -197,8 +238,9 @@ public final class P2pTransport implements AutoCloseable {
      * D: loads the request. When {@code params} name a P ({@code remote_host} and {@code remote_port}) and a
      * transfer id, the KV comes from that P: D begins the drop-select, sends its destination to P's
      * {@value #SEND_PATH} and waits layer by layer (a P that cannot be told ends it as a {@code TIMED_OUT} miss
-     * after the connector's layer timeout). Otherwise it comes from the store, when there is one, else it is an
-     * {@code ABSENT} miss.
+     * after the connector's layer timeout). While it waits, the proxy may move the prefill to another P
+     * ({@link #prefillMoved}) or give it up ({@link #prefillAbandoned}); a notice held for the transfer is applied as
+     * it begins. Otherwise it comes from the store, when there is one, else it is an {@code ABSENT} miss.
      *
      * @param onLayer called with each layer accepted from P, in order (where an engine would compute)
      */
@@ -215,25 +257,150 @@ public final class P2pTransport implements AutoCloseable {
                 + ": kv_transfer_params name no remote_host/remote_port of a P to ask, and there is no store");
     }
 
-    private DropResult fromPeer(RequestTokens request, DropTarget target, KVTransferParams fromP, int layers,
+    private DropResult fromPeer(RequestTokens request, DropTarget target, KVTransferParams fromProxy, int layers,
                                 IntConsumer onLayer) {
+        String tid = request.namespace();
         try (P2pDropSession drop = p2p.beginDropSelect(request, target)) {
-            URI p = URI.create("http://" + fromP.remoteHost() + ":" + fromP.remotePort() + SEND_PATH);
-            http.sendAsync(HttpRequest.newBuilder(p).timeout(Duration.ofSeconds(60))
-                            .header("Content-Type", "application/json")
-                            .POST(HttpRequest.BodyPublishers.ofString(drop.transferParams().toJson())).build(),
-                    HttpResponse.BodyHandlers.ofString()).whenComplete((r, e) -> {
-                        if (e != null || r.statusCode() / 100 != 2) {
-                            // D's layer timeout turns this into a TIMED_OUT miss, and the engine recomputes.
-                            LOG.warn("transfer {}: P at {} did not take the destination: {}", request.namespace(), p,
-                                    e != null ? e.toString() : r.statusCode() + " " + r.body());
-                        }
-                    });
-            for (int l = 0; l < layers && drop.awaitLayer(l); l++) {
-                onLayer.accept(l);
+            if (mayMove(fromProxy)) {
+                drop.producerMayMove();
             }
-            return drop.result();
+            HeldNotice moved;
+            synchronized (incoming) {
+                incoming.put(tid, drop);
+                moved = held.remove(tid);
+            }
+            String why = "its request ended";
+            try {
+                if (moved != null && System.nanoTime() - moved.expiresNanos >= 0) {
+                    moved = null;
+                }
+                if (moved != null && moved.host == null) {
+                    drop.abandon("the proxy gave up the prefill before this request began");
+                } else if (moved != null) {
+                    LOG.info("transfer {}: the prefill moved to {}:{} before this request began; asking it",
+                            tid, moved.host, moved.port);
+                    sendDestination(tid, moved.host, moved.port, drop.transferParams());
+                } else {
+                    sendDestination(tid, fromProxy.remoteHost(), fromProxy.remotePort(), drop.transferParams());
+                }
+                for (int l = 0; l < layers && drop.awaitLayer(l); l++) {
+                    onLayer.accept(l);
+                }
+                DropResult r = drop.result();
+                why = r.isHit() ? "its KV was loaded" : "it missed (" + r.reason() + ")";
+                return r;
+            } finally {
+                synchronized (incoming) {
+                    incoming.remove(tid, drop);
+                    ended.put(tid, why);
+                }
+            }
         }
+    }
+
+    private static boolean mayMove(KVTransferParams params) {
+        var f = params.unknownFields().get(MAY_MOVE_FIELD);
+        return f != null && f.asBoolean(false);
+    }
+
+    /** Posts D's destination to P's {@value #SEND_PATH}, not waiting: a P that cannot be told leaves D to time out. */
+    private void sendDestination(String tid, String host, int port, KVTransferParams destination) {
+        URI p = URI.create("http://" + host + ":" + port + SEND_PATH);
+        http.sendAsync(HttpRequest.newBuilder(p).timeout(Duration.ofSeconds(60))
+                        .header("Content-Type", "application/json")
+                        .POST(HttpRequest.BodyPublishers.ofString(destination.toJson())).build(),
+                HttpResponse.BodyHandlers.ofString()).whenComplete((r, e) -> {
+                    if (e != null || r.statusCode() / 100 != 2) {
+                        // D's layer timeout turns this into a TIMED_OUT miss, and the engine recomputes.
+                        LOG.warn("transfer {}: P at {} did not take the destination: {}", tid, p,
+                                e != null ? e.toString() : r.statusCode() + " " + r.body());
+                    }
+                });
+    }
+
+    /**
+     * D: the proxy retried the prefill of {@code transferId} on the P at {@code host:port} (as the proxy reaches it).
+     * When D's request for it waits, its drop-select moves to that P ({@link P2pDropSession#moveProducer}) and D
+     * sends it its destination from the next layer it awaits on; when the request has not begun, the notice is held
+     * (for {@link #NOTICE_HOLD_NANOS}, at most {@link #NOTICES_HELD}) and the request asks that P when it begins.
+     *
+     * @return the first layer the new P writes, or -1 when the notice is held
+     * @throws KVException {@code INVALID_ARGUMENT} for a missing transfer id or host, or a port outside 1..65535;
+     *     {@code CLOSED} naming the transfer when D's request for it has ended, or its P already committed every
+     *     layer, or it missed
+     */
+    public int prefillMoved(String transferId, String host, Integer port) {
+        if (transferId == null || transferId.isEmpty() || host == null || host.isEmpty() || port == null
+                || port < 1 || port > 65535) {
+            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "a moved prefill needs transfer_id, remote_host and "
+                    + "remote_port (1..65535); got transfer " + transferId + " at " + host + ":" + port)
+                    .operation("p2p prefill moved").key(transferId).build();
+        }
+        P2pDropSession drop = waitingOrHold(transferId, host, port);
+        if (drop == null) {
+            return -1;
+        }
+        int from = drop.moveProducer("the proxy retried it on " + host + ":" + port);
+        LOG.info("transfer {}: the prefill moved to {}:{}; asking it for the layers from {} on", transferId, host, port,
+                from);
+        sendDestination(transferId, host, port, drop.transferParams(from));
+        return from;
+    }
+
+    /**
+     * D: the proxy gave up the prefill of {@code transferId} (every P it tried failed). A drop-select waiting for it
+     * misses at once ({@link P2pDropSession#abandon}) and the engine recomputes, instead of waiting for its layer
+     * timeout; a notice for a request not begun yet is held as {@link #prefillMoved}'s, and the request then misses
+     * without asking any P.
+     *
+     * @return true when a waiting drop-select was ended, false when the notice is held
+     * @throws KVException {@code INVALID_ARGUMENT} without a transfer id; {@code CLOSED} as {@link #prefillMoved}
+     */
+    public boolean prefillAbandoned(String transferId) {
+        if (transferId == null || transferId.isEmpty()) {
+            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "a notice that the prefill was given up needs its "
+                    + "transfer_id").operation("p2p prefill abandoned").build();
+        }
+        P2pDropSession drop = waitingOrHold(transferId, null, 0);
+        if (drop == null) {
+            return false;
+        }
+        drop.abandon("the proxy gave up the prefill (every P it tried failed)");
+        LOG.info("transfer {}: the proxy gave up the prefill; recomputing", transferId);
+        return true;
+    }
+
+    /**
+     * The drop-select waiting for {@code transferId}, or null after holding the notice ({@code host} null: the
+     * prefill was given up) for a request not begun.
+     *
+     * @throws KVException {@code CLOSED} naming the transfer when its request has ended
+     */
+    private P2pDropSession waitingOrHold(String transferId, String host, int port) {
+        synchronized (incoming) {
+            P2pDropSession drop = incoming.get(transferId);
+            if (drop != null) {
+                return drop;
+            }
+            String why = ended.get(transferId);
+            if (why != null) {
+                throw KVException.of(ErrorCode.CLOSED, "transfer " + transferId + ": D's request for it has ended ("
+                        + why + "); the notice that its prefill " + (host == null ? "was given up"
+                        : "moved to " + host + ":" + port) + " comes too late")
+                        .operation("p2p prefill notice").key(transferId).build();
+            }
+            long now = System.nanoTime();
+            held.values().removeIf(h -> now - h.expiresNanos >= 0);
+            held.put(transferId, new HeldNotice(host, port, now + NOTICE_HOLD_NANOS));
+            LOG.info("transfer {}: the prefill {} before D's request began; held for {} s", transferId,
+                    host == null ? "was given up" : "moved to " + host + ":" + port,
+                    TimeUnit.NANOSECONDS.toSeconds(NOTICE_HOLD_NANOS));
+            return null;
+        }
+    }
+
+    /** A notice for a request not begun yet: where the prefill moved, or ({@code host} null) that it was given up. */
+    private record HeldNotice(String host, int port, long expiresNanos) {
     }
 
     /** Drops every transfer not yet written (freeing what the engine is done with), then closes the connector. */

@@ -27,6 +27,15 @@ import java.util.List;
 final class InferenceCall {
     private static final Logger LOG = LoggerFactory.getLogger(InferenceCall.class);
     private static final int ERROR_SNIPPET_BYTES = 64 << 10;
+    /**
+     * D's endpoint for the notice that the concurrent flow's prefill moved to another P (a kvconnector peer-to-peer
+     * decode engine serves it).
+     */
+    static final String PREFILL_MOVED_PATH = "/kv/p2p/prefill";
+    /** The field of D's {@code kv_transfer_params} saying that the prefill may move, and D be told. */
+    static final String MAY_MOVE_FIELD = "kvc_prefill_may_move";
+    /** The field of a notice to {@value #PREFILL_MOVED_PATH} saying that the proxy gave the prefill up. */
+    static final String ABANDONED_FIELD = "kvc_prefill_abandoned";
 
     private final XpydProxy proxy;
     private final ProxyConfig config;
@@ -287,7 +296,11 @@ final class InferenceCall {
     /**
      * D's {@code kv_transfer_params} in the concurrent flow: the transfer id P shares and, when a P was picked, where
      * it is, in vLLM V1's {@code remote_host}/{@code remote_port} (as the proxy reaches it), so that a peer-to-peer D
-     * can send that P where the KV goes while P computes. A P retried later is not named: D already has its params.
+     * can send that P where the KV goes while P computes. When the prefill may be retried on another P
+     * ({@link PrefillFailureMode#RETRY} with more than one attempt), {@value #MAY_MOVE_FIELD} says so: D already
+     * has its params when a retry picks another P, so the proxy then tells D where the prefill moved
+     * ({@link #announcePrefillMove}), and D waits for that P rather than recompute when the first one aborts; when
+     * every attempt failed, D is told that too ({@link #announcePrefillAbandoned}).
      */
     ObjectNode concurrentDecodeParams(Instance p) {
         ObjectNode kv = HttpIo.JSON.createObjectNode();
@@ -297,8 +310,121 @@ final class InferenceCall {
         if (p != null) {
             kv.put("remote_host", p.address.host());
             kv.put("remote_port", p.address.port());
+            if (config.onPrefillFailure() == PrefillFailureMode.RETRY && config.maxPrefillAttempts() > 1) {
+                kv.put(MAY_MOVE_FIELD, true);
+            }
         }
         return kv;
+    }
+
+    /**
+     * The concurrent prefill was retried on {@code p}: a decode sent from now on names {@code p}, and the D waiting
+     * now is told with a {@code POST} of {@value #PREFILL_MOVED_PATH} ({@code transfer_id}, {@code remote_host},
+     * {@code remote_port}), so that a peer-to-peer D takes the KV from {@code p}. The notice is not waited for; a D
+     * that does not take it is logged, naming D and the transfer id, and times out waiting for the first P as it
+     * would have without the notice (it then recomputes: slower, never a wrong answer).
+     */
+    private void announcePrefillMove(Instance p) {
+        ObjectNode kv = (ObjectNode) body.get("kv_transfer_params");
+        kv.put("remote_host", p.address.host());
+        kv.put("remote_port", p.address.port());
+        decodeBytes = json(body);
+        tellDecode(HttpIo.JSON.createObjectNode().put("transfer_id", requestId).put("remote_host", p.address.host())
+                .put("remote_port", p.address.port()), p);
+    }
+
+    /**
+     * Every concurrent prefill attempt failed after D was told the prefill may move: a decode sent from now on names
+     * no P, and the D waiting now is told with a notice ({@value #ABANDONED_FIELD}) that no P will write the transfer,
+     * so that it recomputes at once instead of waiting for its layer timeout. Not waited for; a D that does not take
+     * it is logged, and times out.
+     */
+    private void announcePrefillAbandoned() {
+        ObjectNode kv = (ObjectNode) body.get("kv_transfer_params");
+        kv.remove(List.of("remote_host", "remote_port", MAY_MOVE_FIELD));
+        decodeBytes = json(body);
+        tellDecode(HttpIo.JSON.createObjectNode().put("transfer_id", requestId).put(ABANDONED_FIELD, true), null);
+    }
+
+    /** Posts {@code notice} to the D of the decode in flight, if any; {@code movedTo}: the new P, null for none. */
+    private void tellDecode(ObjectNode notice, Instance movedTo) {
+        if (current == null) {
+            return;
+        }
+        Instance d = current.instance;
+        UpstreamExchange ex = UpstreamExchange.send(proxy.upstream, loop, d, PREFILL_MOVED_PATH, requestId,
+                client.headers.get("Authorization"), json(notice), new PrefillNotice(d, movedTo));
+        ex.arm(deadline(ex, config.firstByteTimeout()), "the answer to the notice on the prefill");
+    }
+
+    /**
+     * The answer of D to {@link #announcePrefillMove} (counted when D took it) or {@link #announcePrefillAbandoned};
+     * logged when D did not take it.
+     */
+    private final class PrefillNotice implements UpstreamExchange.Listener {
+        private final Instance d;
+        /** The P the prefill moved to; null when it was given up. */
+        private final Instance p;
+        private final StringBuilder answer = new StringBuilder();
+        private int status;
+
+        PrefillNotice(Instance d, Instance p) {
+            this.d = d;
+            this.p = p;
+        }
+
+        @Override
+        public void onHeaders(UpstreamExchange ex, int code) {
+            status = code;
+            ex.arm(deadline(ex, config.totalTimeout()), "the body of the answer to the notice on the prefill");
+        }
+
+        @Override
+        public void onContent(UpstreamExchange ex, ByteBuf content) {
+            try {
+                if (answer.length() < 300) {
+                    answer.append(content.toString(java.nio.charset.StandardCharsets.UTF_8));
+                }
+            } finally {
+                content.release();
+            }
+        }
+
+        @Override
+        public void onEnd(UpstreamExchange ex) {
+            if (status / 100 == 2) {
+                if (p != null) {
+                    proxy.metrics.prefillMovesAnnounced.increment();
+                }
+                LOG.debug("request {}: {} took the notice that the prefill of transfer {} {}", requestId, d,
+                        requestId, what());
+            } else {
+                String text = answer.toString().strip();
+                notTaken(d + " answered " + status + ": " + (text.isEmpty() ? "(empty body)" : text)
+                        + (status == 404 ? " (is D a kvconnector engine with the peer-to-peer transport? others need"
+                        + " no notice)" : ""));
+            }
+        }
+
+        @Override
+        public void onFailure(UpstreamExchange ex, UpstreamFailure f) {
+            notTaken(f.getMessage());
+        }
+
+        @Override
+        public void onBug(RuntimeException e) {
+            notTaken("proxy error: " + e);
+        }
+
+        private String what() {
+            return p == null ? "was given up" : "moved to " + p;
+        }
+
+        private void notTaken(String why) {
+            LOG.warn("request {}: decode instance {} was not told that the prefill of transfer {} {}: {}; a "
+                    + "peer-to-peer D waits for the P it knows until its layer timeout, then recomputes", requestId, d,
+                    requestId, what(), why);
+        }
     }
 
     /** The prefill half of the concurrent flow: D is already waiting for the transfer id, so P only retries. */
@@ -326,17 +452,21 @@ final class InferenceCall {
                         recordKvDecision(p);
                         first = p;
                     }
-                    if (attempt > 0) {
-                        proxy.metrics.prefillRetries.increment();
-                    }
                     attempt++;
                     once(p);
+                    if (attempt > 1) {
+                        proxy.metrics.prefillRetries.increment();
+                        announcePrefillMove(p);
+                    }
                     return;
                 }
             }
             if (!cancelled) {
                 proxy.metrics.decodeOnlyFallbacks.increment();
                 LOG.warn("request {}: concurrent prefill failed; decode recomputes the prompt", requestId);
+                if (attempt > 0 && attempts > 1) {
+                    announcePrefillAbandoned();
+                }
             }
         }
 

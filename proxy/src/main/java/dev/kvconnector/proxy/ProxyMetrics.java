@@ -27,6 +27,8 @@ final class ProxyMetrics {
     final LongAdder prefillRetries = new LongAdder();
     final LongAdder decodeRetries = new LongAdder();
     final LongAdder decodeOnlyFallbacks = new LongAdder();
+    /** Concurrent-flow prefill retries that D took notice of ({@code InferenceCall.announcePrefillMove}). */
+    final LongAdder prefillMovesAnnounced = new LongAdder();
     /**
      * Requests the kv-aware policy sent straight to D because the shared store held their whole prompt or all but a
      * short suffix ({@link KvRoute#decodeOnly}).
@@ -59,6 +61,9 @@ final class ProxyMetrics {
         counter(out, "xpyd_proxy_client_disconnects_total", "Clients that went away before their answer ended.",
                 clientDisconnects);
         counter(out, "xpyd_proxy_prefill_retries_total", "Prefills sent again to another instance.", prefillRetries);
+        counter(out, "xpyd_proxy_prefill_moves_announced_total", "Concurrent-flow prefill retries that D took notice"
+                + " of (POST /kv/p2p/prefill answered 2xx), so that a peer-to-peer D loads from the new P.",
+                prefillMovesAnnounced);
         counter(out, "xpyd_proxy_decode_retries_total", "Decodes sent again to another instance before any byte.",
                 decodeRetries);
         counter(out, "xpyd_proxy_decode_only_total", "Requests decoded without a prefill after prefill failed.",

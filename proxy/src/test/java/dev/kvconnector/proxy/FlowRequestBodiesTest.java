@@ -96,7 +96,8 @@ class FlowRequestBodiesTest extends ProxyTestBase {
         ObjectNode expectedD = (ObjectNode) json(CLIENT);
         expectedD.put("request_id", id);
         expectedD.putObject("kv_transfer_params").put("transfer_id", id).put("do_remote_decode", false)
-                .put("do_remote_prefill", true).put("remote_host", "127.0.0.1").put("remote_port", p.port());
+                .put("do_remote_prefill", true).put("remote_host", "127.0.0.1").put("remote_port", p.port())
+                .put("kvc_prefill_may_move", true);
         assertEquals(expectedD, d.completions().getFirst().body());
         awaitCount(p, 1);
         assertEquals(json("{\"model\":\"test-model\",\"prompt\":\"hello world\",\"max_tokens\":1,"

@@ -22,7 +22,8 @@ import java.util.function.BooleanSupplier;
  * Test double of a vLLM OpenAI-compatible server on a free 127.0.0.1 port. It records every completion
  * request it receives and can be told to fail, stall, stream slowly, hold a stream at a gate, break a
  * stream, or report itself unhealthy. As a prefill instance asked for {@code do_remote_decode} it answers
- * with NIXL-style {@code kv_transfer_params}, as vLLM V1 does.
+ * with NIXL-style {@code kv_transfer_params}, as vLLM V1 does. As a decode instance it records the proxy's notices
+ * that a concurrent prefill moved ({@code POST /kv/p2p/prefill}) and answers them as a peer-to-peer D would.
  */
 final class VllmInstanceTestDouble implements AutoCloseable {
 
@@ -42,6 +43,8 @@ final class VllmInstanceTestDouble implements AutoCloseable {
     private final String model;
     private final HttpServer server;
     final List<Received> received = new CopyOnWriteArrayList<>();
+    final List<JsonNode> prefillMoves = new CopyOnWriteArrayList<>();
+    private volatile int prefillMoveStatus = 200;
     private final AtomicInteger failuresLeft = new AtomicInteger();
     private volatile int failStatus = 500;
     private volatile long stallMillis;
@@ -157,6 +160,17 @@ final class VllmInstanceTestDouble implements AutoCloseable {
         return List.copyOf(received);
     }
 
+    /** The bodies of the notices that a concurrent prefill moved, in arrival order. */
+    List<JsonNode> prefillMoves() {
+        return List.copyOf(prefillMoves);
+    }
+
+    /** Answers each notice that a concurrent prefill moved with {@code status} (default 200). */
+    VllmInstanceTestDouble prefillMoveStatus(int status) {
+        prefillMoveStatus = status;
+        return this;
+    }
+
     private void handle(HttpExchange ex) throws IOException {
         try {
             String path = ex.getRequestURI().getPath();
@@ -168,6 +182,10 @@ final class VllmInstanceTestDouble implements AutoCloseable {
                 case "/v1/models" -> send(ex, 200, "{\"object\":\"list\",\"data\":[{\"id\":\"" + model
                         + "\",\"object\":\"model\"}]}");
                 case "/v1/completions", "/v1/chat/completions" -> completion(ex, path);
+                case "/kv/p2p/prefill" -> {
+                    prefillMoves.add(JSON.readTree(ex.getRequestBody().readAllBytes()));
+                    send(ex, prefillMoveStatus, "{\"from_layer\":0}");
+                }
                 default -> send(ex, 404, "{\"error\":{\"message\":\"no route\",\"type\":\"NotFound\",\"code\":404}}");
             }
             ex.close();

@@ -30,6 +30,9 @@ import java.util.Map;
  *       flattened (the engine cannot look a peer's address up, as vLLM's handshake carries it)</td></tr>
  *   <tr><td>{@code kvc_hidden_addr}, {@code kvc_hidden_bytes}</td><td>D's landing area for the hidden states,
  *       or 0 when D takes none</td></tr>
+ *   <tr><td>{@code kvc_from_layer}</td><td>the first layer P writes (absent: 0): D already accepted the layers before
+ *       it from a P the prefill moved away from ({@link P2pDropSession#moveProducer}); they must not be
+ *       overwritten</td></tr>
  * </table>
  *
  * @param transferId the transfer id
@@ -42,16 +45,18 @@ import java.util.Map;
  * @param cacheAddrs base address of each of D's cache tensors, {@code layer * tensorsPerLayer + tensor}
  * @param hiddenAddr D's hidden-state landing address, 0 for none
  * @param hiddenBytes bytes of the hidden states D expects, 0 for none
+ * @param fromLayer the first layer P writes; P puts the layers before it without writing them
  */
 public record P2pDestination(String transferId, String engineId, String segment, int[] blockIds, int tokens,
                              String layoutFingerprint, int numBlocks, long[] cacheAddrs, long hiddenAddr,
-                             long hiddenBytes) {
+                             long hiddenBytes, int fromLayer) {
     static final String TOKENS = "kvc_tokens";
     static final String LAYOUT = "kvc_layout";
     static final String NUM_BLOCKS = "kvc_num_blocks";
     static final String CACHE_ADDRS = "kvc_cache_addrs";
     static final String HIDDEN_ADDR = "kvc_hidden_addr";
     static final String HIDDEN_BYTES = "kvc_hidden_bytes";
+    static final String FROM_LAYER = "kvc_from_layer";
 
     /** The {@code kv_transfer_params} that carry this destination. */
     public KVTransferParams toParams() {
@@ -69,10 +74,14 @@ public record P2pDestination(String transferId, String engineId, String segment,
         } else {
             b.remoteHost(segment);
         }
-        return b.unknownField(TOKENS, json.numberNode(tokens)).unknownField(LAYOUT, json.textNode(layoutFingerprint))
+        b.unknownField(TOKENS, json.numberNode(tokens)).unknownField(LAYOUT, json.textNode(layoutFingerprint))
                 .unknownField(NUM_BLOCKS, json.numberNode(numBlocks)).unknownField(CACHE_ADDRS, addrs)
                 .unknownField(HIDDEN_ADDR, json.numberNode(hiddenAddr))
-                .unknownField(HIDDEN_BYTES, json.numberNode(hiddenBytes)).build();
+                .unknownField(HIDDEN_BYTES, json.numberNode(hiddenBytes));
+        if (fromLayer != 0) {
+            b.unknownField(FROM_LAYER, json.numberNode(fromLayer));
+        }
+        return b.build();
     }
 
     private static boolean isPort(String s) {
@@ -109,7 +118,8 @@ public record P2pDestination(String transferId, String engineId, String segment,
                 p.remotePort() == null ? host : host + ":" + p.remotePort(),
                 blocks.stream().mapToInt(Integer::intValue).toArray(), (int) number(extra, TOKENS, tid),
                 layout.asText(), (int) number(extra, NUM_BLOCKS, tid), cache, number(extra, HIDDEN_ADDR, tid),
-                number(extra, HIDDEN_BYTES, tid));
+                number(extra, HIDDEN_BYTES, tid), extra.containsKey(FROM_LAYER)
+                        ? (int) Math.min(number(extra, FROM_LAYER, tid), Integer.MAX_VALUE) : 0);
     }
 
     private static <T> T require(T value, String field) {
@@ -136,10 +146,10 @@ public record P2pDestination(String transferId, String engineId, String segment,
 
     /**
      * Checks this destination against P's layout before anything is written: the layout, the number of address
-     * entries, every block id against D's cache, and that the blocks hold the request's tokens.
+     * entries, every block id against D's cache, that the blocks hold the request's tokens, and the first layer.
      *
-     * @throws KVException {@code INVALID_ARGUMENT} naming the block id, {@code SHAPE_MISMATCH} naming the sizes,
-     *     {@code INVALID_CONFIG} for another layout
+     * @throws KVException {@code INVALID_ARGUMENT} naming the block id or the first layer, {@code SHAPE_MISMATCH}
+     *     naming the sizes, {@code INVALID_CONFIG} for another layout
      */
     public void check(KVLayout layout, String endpoint) {
         if (!layout.fingerprintHex().equals(layoutFingerprint)) {
@@ -157,6 +167,10 @@ public record P2pDestination(String transferId, String engineId, String segment,
                         + blockIds.length + ") is outside D's cache of " + numBlocks + " blocks", endpoint);
             }
         }
+        if (fromLayer < 0 || fromLayer > layout.numLayers()) {
+            throw bad(ErrorCode.INVALID_ARGUMENT, FROM_LAYER + " " + fromLayer + " is outside 0.." + layout.numLayers(),
+                    endpoint);
+        }
         long capacity = (long) blockIds.length * layout.blockSize();
         if (tokens < 1 || capacity < tokens || capacity - tokens >= layout.blockSize()) {
             throw bad(ErrorCode.SHAPE_MISMATCH, blockIds.length + " blocks of " + layout.blockSize()
@@ -173,6 +187,6 @@ public record P2pDestination(String transferId, String engineId, String segment,
     @Override
     public String toString() {
         return "P2pDestination[" + transferId + " -> " + segment + ", " + blockIds.length + " blocks, " + tokens
-                + " tokens]";
+                + " tokens" + (fromLayer == 0 ? "" : ", from layer " + fromLayer) + "]";
     }
 }

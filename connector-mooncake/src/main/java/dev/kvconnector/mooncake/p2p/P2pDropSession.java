@@ -14,6 +14,8 @@ import dev.kvconnector.memory.WordSum;
 import dev.kvconnector.paged.PagedKVCache;
 import dev.kvconnector.tensor.Tensor;
 import java.lang.foreign.MemorySegment;
+import java.util.HashSet;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
@@ -23,7 +25,13 @@ import java.util.concurrent.locks.ReentrantLock;
  * notification thread records what P announces ({@link #offer}); {@link #awaitLayer} checks a layer's bytes in D's
  * blocks against P's word sum on the caller's thread. {@link #result()} and {@link #close()} return only after P's
  * last message (commit or abort) or D's timeout, so D's blocks are the engine's again only when P writes no more.
- * Used by one thread, besides the notification thread.
+ * Used by one thread, besides the notification thread and the one that moves the producer.
+ *
+ * <p>The producer is the sender of the first message. When the prefill moves to another P (the proxy retried it,
+ * {@link #moveProducer}), the producer so far is retired: its later messages are refused and never touch a layer, and
+ * the next sender becomes the producer, which writes the layers from the one {@link #moveProducer} returned on. With
+ * {@link #producerMayMove()}, an abort from the producer retires it the same way and leaves the transfer waiting for
+ * the next one, up to the layer timeout, instead of ending it.
  */
 public final class P2pDropSession implements DropSession {
     private final TransferEngineConnector c;
@@ -48,6 +56,13 @@ public final class P2pDropSession implements DropSession {
     private int hiddenSum;
     private boolean hiddenVerified;
     private String producer;
+    /** Producers the prefill moved away from: their messages are refused. */
+    private final Set<String> retired = new HashSet<>(2);
+    private boolean mayMove;
+    /** Why the last producer left while none has spoken since, for the timeout's message; else null. */
+    private String producerLeft;
+    /** The layer {@link #awaitLayer} is summing outside the lock, else -1: a move leaves it to the producer so far. */
+    private int checking = -1;
     private boolean producerDone;
     private boolean committed;
     private long lastProgress;
@@ -97,11 +112,24 @@ public final class P2pDropSession implements DropSession {
      * {@code transfer_id}) and kvconnector's {@code kvc_*} fields for the addresses ({@link P2pDestination}).
      */
     public KVTransferParams transferParams() {
-        return destination().toParams();
+        return destination(0).toParams();
+    }
+
+    /**
+     * {@link #transferParams()} for a producer that writes the layers from {@code fromLayer} on only (the one
+     * {@link #moveProducer} returned), then the hidden states and the commit.
+     */
+    public KVTransferParams transferParams(int fromLayer) {
+        return destination(fromLayer).toParams();
     }
 
     /** {@link #transferParams()} as a record. */
     public P2pDestination destination() {
+        return destination(0);
+    }
+
+    /** {@link #transferParams(int)} as a record. */
+    public P2pDestination destination(int fromLayer) {
         KVLayout layout = c.layout;
         long[] addrs = new long[layout.numLayers() * layout.tensorsPerLayer()];
         for (int l = 0; l < layout.numLayers(); l++) {
@@ -111,18 +139,32 @@ public final class P2pDropSession implements DropSession {
         }
         return new P2pDestination(tid, c.engineId, c.engine.segmentName(), blockIds.clone(), tokens,
                 layout.fingerprintHex(), cache.numBlocks(), addrs, hiddenLanding == null ? 0 : hiddenLanding.address(),
-                hidden == null ? 0 : hiddenBytes());
+                hidden == null ? 0 : hiddenBytes(), fromLayer);
     }
 
-    /** Records a message from P; false when this transfer has already ended. Called by the notification thread. */
-    boolean offer(P2pMessage m) {
+    /** What became of a message from P ({@link #offer}). */
+    enum Offer {
+        /** Recorded. */
+        ACCEPTED,
+        /** The transfer has ended. */
+        ENDED,
+        /** The sender is not the transfer's producer: one it moved away from, or another peer. */
+        NOT_PRODUCER
+    }
+
+    /** Records a message from P. Called by the notification thread. */
+    Offer offer(P2pMessage m) {
         lock.lock();
         try {
             if (ended) {
-                return false;
+                return Offer.ENDED;
+            }
+            if (retired.contains(m.sender()) || producer != null && !producer.equals(m.sender())) {
+                return Offer.NOT_PRODUCER;
             }
             if (producer == null) {
                 producer = m.sender();
+                producerLeft = null;
             }
             lastProgress = System.nanoTime();
             switch (m.kind()) {
@@ -136,13 +178,17 @@ public final class P2pDropSession implements DropSession {
                     committed = true;
                 }
                 case ABORT -> {
-                    producerDone = true;
-                    missOnce(MissReason.ABSENT, "P aborted: " + m.text());
+                    if (mayMove) {
+                        retire("P " + producer + " aborted (" + m.text() + ") and no other P took over");
+                    } else {
+                        producerDone = true;
+                        missOnce(MissReason.ABSENT, "P aborted: " + m.text());
+                    }
                 }
                 default -> bad("unexpected " + m.kind());
             }
             changed.signalAll();
-            return true;
+            return Offer.ACCEPTED;
         } finally {
             lock.unlock();
         }
@@ -173,6 +219,101 @@ public final class P2pDropSession implements DropSession {
             hiddenAnnounced = true;
             hiddenSum = m.sum();
         }
+    }
+
+    /**
+     * D: the proxy may retry the prefill on another P and tell D ({@link #moveProducer}): from now on an abort from
+     * the producer retires it and leaves the transfer waiting, up to the layer timeout from the abort, for another
+     * producer, instead of ending it as an {@link MissReason#ABSENT} miss.
+     */
+    public void producerMayMove() {
+        lock.lock();
+        try {
+            mayMove = true;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * D: the prefill moved to another P. The producer so far (if it has spoken) is retired: it is told to stop
+     * ({@code X}), and its later messages are refused. Layers accepted, and the one {@link #awaitLayer} is checking
+     * now, stay as they are (the engine may be reading them); what was announced of the others is forgotten, so the
+     * next producer (the next sender) writes them again, with the hidden states, and commits. The layer timeout
+     * starts again.
+     *
+     * <p>A producer that had sent nothing before the move cannot be told from the next one: whichever of them speaks
+     * first is the producer, and every layer it writes is still checked against its word sum.
+     *
+     * @param why why the prefill moved, for the old producer's stop message
+     * @return the first layer the next producer must write ({@link #transferParams(int)})
+     * @throws KVException {@code CLOSED} naming the transfer when it has ended, or its producer committed, or it
+     *     already missed: there is nothing left to move
+     */
+    public int moveProducer(String why) {
+        String stop;
+        int from;
+        lock.lock();
+        try {
+            requireWaiting("moveProducer");
+            stop = producer != null && !producerDone ? producer : null;
+            from = 0;
+            while (from < verified.length && (verified[from] || from == checking)) {
+                from++;
+            }
+            for (int l = from; l < announced.length; l++) {
+                announced[l] = false;
+            }
+            hiddenAnnounced = false;
+            producerDone = false;
+            retire("the prefill moved to another P (" + why + "), which has not written yet");
+            lastProgress = System.nanoTime();
+            changed.signalAll();
+        } finally {
+            lock.unlock();
+        }
+        if (stop != null) {
+            c.tell(stop, tid, P2pMessage.cancel(c.engine.segmentName(), "the prefill moved: " + why));
+        }
+        return from;
+    }
+
+    /**
+     * D: no P will write this transfer any more (the proxy gave up its prefill): the transfer is an
+     * {@link MissReason#ABSENT} miss naming {@code why}, so that D recomputes without waiting for its layer timeout.
+     * As after any miss, {@link #result()} tells a producer still writing to stop and waits for its last word.
+     *
+     * @throws KVException {@code CLOSED} as {@link #moveProducer}
+     */
+    public void abandon(String why) {
+        lock.lock();
+        try {
+            requireWaiting("abandon");
+            missOnce(MissReason.ABSENT, "no P will write it: " + why);
+            changed.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Throws unless the transfer still waits for a producer; the caller holds the lock. */
+    private void requireWaiting(String op) {
+        if (ended || committed || miss != null) {
+            throw KVException.of(ErrorCode.CLOSED, "transfer " + tid + " on " + c.endpoint + " "
+                    + (ended ? "has ended" : committed ? "is complete: " + producer + " committed every layer"
+                    : "has missed (" + miss.reason() + ")") + "; there is no prefill left to move or give up")
+                    .store(c.endpoint).operation(op).key(tid).build();
+        }
+    }
+
+    /** Refuses the producer's later messages and waits for the next one; the caller holds the lock. */
+    private void retire(String why) {
+        if (producer != null) {
+            retired.add(producer);
+        }
+        producer = null;
+        producerLeft = why;
+        lastProgress = System.nanoTime();
     }
 
     /** Bad input from P: a corrupt miss, and the cause to the error handler. */
@@ -210,6 +351,7 @@ public final class P2pDropSession implements DropSession {
             if (!waitUntil(layer)) {
                 return false;
             }
+            checking = layer;
         } finally {
             lock.unlock();
         }
@@ -217,6 +359,7 @@ public final class P2pDropSession implements DropSession {
         int got = layerSum(layer);
         lock.lock();
         try {
+            checking = -1;
             if (got != announcedSums[layer]) {
                 missOnce(MissReason.CORRUPT, "layer " + layer + ": the word sum of the bytes in D's blocks is "
                         + Integer.toHexString(got) + ", P announced " + Integer.toHexString(announcedSums[layer])
@@ -259,8 +402,8 @@ public final class P2pDropSession implements DropSession {
             if (left <= 0) {
                 timedOut = true;
                 missOnce(MissReason.TIMED_OUT, "no " + describe(what) + " within " + TimeUnit.NANOSECONDS.toMillis(
-                        c.layerTimeoutNanos) + " ms of P's last message (did P die, or never get D's "
-                        + "kv_transfer_params?)");
+                        c.layerTimeoutNanos) + " ms of P's last message (" + (producerLeft != null ? producerLeft
+                        : "did P die, or never get D's kv_transfer_params?") + ")");
                 return false;
             }
             try {
@@ -275,11 +418,13 @@ public final class P2pDropSession implements DropSession {
 
     /**
      * After a miss, waits (holding the lock) for P's last message, for at most the layer timeout since P's latest:
-     * until then P may still be writing into D's blocks.
+     * until then P may still be writing into D's blocks. A producer retired meanwhile (its abort, while the producer
+     * may move) has said its last word.
      */
     private void awaitProducerDone() {
         long left;
-        while (!producerDone && (left = lastProgress + c.layerTimeoutNanos - System.nanoTime()) > 0) {
+        while (producer != null && !producerDone
+                && (left = lastProgress + c.layerTimeoutNanos - System.nanoTime()) > 0) {
             try {
                 changed.awaitNanos(left);
             } catch (InterruptedException e) {

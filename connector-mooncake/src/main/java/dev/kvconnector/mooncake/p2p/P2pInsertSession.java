@@ -22,7 +22,9 @@ import java.util.concurrent.TimeUnit;
  * the one before it while the staging stays two warm buffers). {@link #commit()} waits for every write, then sends
  * {@code C}: P's confirmation that nothing of the transfer is in flight. A stop from D ({@code X}) makes later puts
  * write nothing and the commit fail. A put allocates nothing once warm (the {@code L} message is built in a reused
- * builder and encoded straight into the batch's native memory). Not thread-safe.
+ * builder and encoded straight into the batch's native memory). A destination with a first layer
+ * ({@link P2pDestination#fromLayer()}, when the prefill moved here from another P) takes the puts of the layers before
+ * it and writes nothing of them. Not thread-safe.
  *
  * <p>The WRITEs of a layer are planned once per transfer: one per tensor and run of D's blocks that are consecutive
  * in token order, which are adjacent both in the staging and in D's memory. Runs of different tensors are never
@@ -115,7 +117,8 @@ final class P2pInsertSession implements InsertSession {
                     + source.getClass().getSimpleName() + " is not one", "putLayer");
         }
         put[layer] = true;
-        if (cancelled != null) {
+        if (cancelled != null || layer < d.fromLayer()) {
+            // Below fromLayer D accepted the layer from a P the prefill moved away from, and may be reading it.
             return;
         }
         long start = System.nanoTime();

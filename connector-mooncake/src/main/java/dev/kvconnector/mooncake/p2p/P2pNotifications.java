@@ -16,8 +16,8 @@ import java.util.concurrent.locks.LockSupport;
  * The connector's notification thread: polls the engine's notifications and hands each {@link P2pMessage} to the
  * drop-select or insert of its transfer id. Between empty polls it backs off from 10 us to
  * {@link #ACTIVE_PARK_MAX_NS} while a drop-select waits, and to {@link #IDLE_PARK_MAX_NS} when none does. A message
- * for a transfer that ended, for one never known, or that is not of the protocol goes to the error handler and is
- * counted; it never reaches a cache.
+ * for a transfer that ended, from a peer that is not the transfer's producer (one the prefill moved away from), for
+ * one never known, or that is not of the protocol goes to the error handler and is counted; it never reaches a cache.
  */
 final class P2pNotifications implements AutoCloseable {
     /** Transfers that ended, remembered to tell a late peer's messages from unknown ones. */
@@ -104,7 +104,15 @@ final class P2pNotifications implements AutoCloseable {
             return;
         }
         P2pDropSession s = c.inbound.get(n.name());
-        if (s != null && s.offer(m)) {
+        P2pDropSession.Offer o = s == null ? P2pDropSession.Offer.ENDED : s.offer(m);
+        if (o == P2pDropSession.Offer.ACCEPTED) {
+            return;
+        }
+        if (o == P2pDropSession.Offer.NOT_PRODUCER) {
+            stale.increment();
+            report("peer " + m.sender() + " sent " + m.kind() + " for transfer " + n.name() + ", whose producer it is "
+                    + "not (the prefill moved away from it, or another P writes it); ignored, D's cache untouched",
+                    n.name());
             return;
         }
         String why = ended.get(n.name());

@@ -68,7 +68,9 @@ import java.util.concurrent.TimeUnit;
  * commit or an abort) or until D's layer timeout passes with no message from P, which is a
  * {@link MissReason#TIMED_OUT} miss; D then tells P to stop. Notifications for transfers D does not wait for, and
  * malformed ones, go to the error handler and are counted ({@link #staleNotifications()},
- * {@link #unknownNotifications()}); they never touch D's cache.
+ * {@link #unknownNotifications()}); they never touch D's cache. When the proxy retries the prefill on another P, D
+ * moves the transfer to it ({@link P2pDropSession#moveProducer}): the layers D accepted stay, the new P writes the
+ * others ({@link P2pDestination#fromLayer()}), and the old P's later messages are refused.
  *
  * <p>What D cannot prevent: the engine lets a peer write anywhere in D's registered memory, so a P that ignores
  * the protocol (or writes after D's timeout, before D's stop reaches it) can change blocks D has given back. D's
@@ -330,7 +332,10 @@ public final class TransferEngineConnector implements KVStoreConnector {
         notifications.ended(s.transferId(), why);
     }
 
-    /** Messages for transfers this D had already ended (a late producer), ignored. */
+    /**
+     * Messages for transfers this D had already ended (a late producer), and from peers that are not a transfer's
+     * producer (one its prefill moved away from, {@link P2pDropSession#moveProducer}), ignored.
+     */
     public long staleNotifications() {
         return notifications.stale();
     }
