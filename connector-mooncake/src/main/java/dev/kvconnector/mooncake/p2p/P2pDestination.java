@@ -33,6 +33,9 @@ import java.util.Map;
  *   <tr><td>{@code kvc_from_layer}</td><td>the first layer P writes (absent: 0): D already accepted the layers before
  *       it from a P the prefill moved away from ({@link P2pDropSession#moveProducer}); they must not be
  *       overwritten</td></tr>
+ *   <tr><td>{@code kvc_generation}</td><td>how many times the prefill moved before this destination was sent
+ *       (absent: 0); P stamps every message with it, and D refuses a message of another generation, so that a P the
+ *       prefill moved away from is never taken for the producer</td></tr>
  * </table>
  *
  * @param transferId the transfer id
@@ -46,10 +49,11 @@ import java.util.Map;
  * @param hiddenAddr D's hidden-state landing address, 0 for none
  * @param hiddenBytes bytes of the hidden states D expects, 0 for none
  * @param fromLayer the first layer P writes; P puts the layers before it without writing them
+ * @param generation the producer generation this destination is for ({@link P2pDropSession#moveProducer})
  */
 public record P2pDestination(String transferId, String engineId, String segment, int[] blockIds, int tokens,
                              String layoutFingerprint, int numBlocks, long[] cacheAddrs, long hiddenAddr,
-                             long hiddenBytes, int fromLayer) {
+                             long hiddenBytes, int fromLayer, int generation) {
     static final String TOKENS = "kvc_tokens";
     static final String LAYOUT = "kvc_layout";
     static final String NUM_BLOCKS = "kvc_num_blocks";
@@ -57,6 +61,7 @@ public record P2pDestination(String transferId, String engineId, String segment,
     static final String HIDDEN_ADDR = "kvc_hidden_addr";
     static final String HIDDEN_BYTES = "kvc_hidden_bytes";
     static final String FROM_LAYER = "kvc_from_layer";
+    static final String GENERATION = "kvc_generation";
 
     /** The {@code kv_transfer_params} that carry this destination. */
     public KVTransferParams toParams() {
@@ -80,6 +85,9 @@ public record P2pDestination(String transferId, String engineId, String segment,
                 .unknownField(HIDDEN_BYTES, json.numberNode(hiddenBytes));
         if (fromLayer != 0) {
             b.unknownField(FROM_LAYER, json.numberNode(fromLayer));
+        }
+        if (generation != 0) {
+            b.unknownField(GENERATION, json.numberNode(generation));
         }
         return b.build();
     }
@@ -118,8 +126,13 @@ public record P2pDestination(String transferId, String engineId, String segment,
                 p.remotePort() == null ? host : host + ":" + p.remotePort(),
                 blocks.stream().mapToInt(Integer::intValue).toArray(), (int) number(extra, TOKENS, tid),
                 layout.asText(), (int) number(extra, NUM_BLOCKS, tid), cache, number(extra, HIDDEN_ADDR, tid),
-                number(extra, HIDDEN_BYTES, tid), extra.containsKey(FROM_LAYER)
-                        ? (int) Math.min(number(extra, FROM_LAYER, tid), Integer.MAX_VALUE) : 0);
+                number(extra, HIDDEN_BYTES, tid), optionalInt(extra, FROM_LAYER, tid),
+                optionalInt(extra, GENERATION, tid));
+    }
+
+    /** An optional non-negative count, 0 when absent; a value beyond {@code int} reads as its largest. */
+    private static int optionalInt(Map<String, JsonNode> extra, String field, String tid) {
+        return extra.containsKey(field) ? (int) Math.min(number(extra, field, tid), Integer.MAX_VALUE) : 0;
     }
 
     private static <T> T require(T value, String field) {
@@ -187,6 +200,7 @@ public record P2pDestination(String transferId, String engineId, String segment,
     @Override
     public String toString() {
         return "P2pDestination[" + transferId + " -> " + segment + ", " + blockIds.length + " blocks, " + tokens
-                + " tokens" + (fromLayer == 0 ? "" : ", from layer " + fromLayer) + "]";
+                + " tokens" + (fromLayer == 0 ? "" : ", from layer " + fromLayer)
+                + (generation == 0 ? "" : ", generation " + generation) + "]";
     }
 }

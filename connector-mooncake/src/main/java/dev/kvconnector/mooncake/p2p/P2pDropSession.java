@@ -27,9 +27,11 @@ import java.util.concurrent.locks.ReentrantLock;
  * last message (commit or abort) or D's timeout, so D's blocks are the engine's again only when P writes no more.
  * Used by one thread, besides the notification thread and the one that moves the producer.
  *
- * <p>The producer is the sender of the first message. When the prefill moves to another P (the proxy retried it,
- * {@link #moveProducer}), the producer so far is retired: its later messages are refused and never touch a layer, and
- * the next sender becomes the producer, which writes the layers from the one {@link #moveProducer} returned on. With
+ * <p>The producer is the sender of the first message of the current generation. When the prefill moves to another P
+ * (the proxy retried it, {@link #moveProducer}), the producer so far is retired and the generation rises: messages of
+ * an earlier generation, or from another sender than the producer, are refused and never touch a layer (their sender
+ * is told once to stop), and the next sender of the new generation becomes the producer, which writes the layers
+ * from the one {@link #moveProducer} returned on. With
  * {@link #producerMayMove()}, an abort from the producer retires it the same way and leaves the transfer waiting for
  * the next one, up to the layer timeout, instead of ending it.
  */
@@ -56,8 +58,13 @@ public final class P2pDropSession implements DropSession {
     private int hiddenSum;
     private boolean hiddenVerified;
     private String producer;
-    /** Producers the prefill moved away from: their messages are refused. */
+    /** Producers the prefill moved away from, and senders refused since: their messages are refused. */
     private final Set<String> retired = new HashSet<>(2);
+    /**
+     * The producer generation: how many times the prefill moved. The destination carries it, P stamps its messages
+     * with it, and a message of another generation is refused: it comes from a P the prefill moved away from.
+     */
+    private int generation;
     private boolean mayMove;
     /** Why the last producer left while none has spoken since, for the timeout's message; else null. */
     private String producerLeft;
@@ -139,7 +146,7 @@ public final class P2pDropSession implements DropSession {
         }
         return new P2pDestination(tid, c.engineId, c.engine.segmentName(), blockIds.clone(), tokens,
                 layout.fingerprintHex(), cache.numBlocks(), addrs, hiddenLanding == null ? 0 : hiddenLanding.address(),
-                hidden == null ? 0 : hiddenBytes(), fromLayer);
+                hidden == null ? 0 : hiddenBytes(), fromLayer, generationNow());
     }
 
     /** What became of a message from P ({@link #offer}). */
@@ -149,7 +156,18 @@ public final class P2pDropSession implements DropSession {
         /** The transfer has ended. */
         ENDED,
         /** The sender is not the transfer's producer: one it moved away from, or another peer. */
-        NOT_PRODUCER
+        NOT_PRODUCER,
+        /** As {@link #NOT_PRODUCER}, and the first message refused from this sender: tell it to stop writing. */
+        STOP_SENDER
+    }
+
+    private int generationNow() {
+        lock.lock();
+        try {
+            return generation;
+        } finally {
+            lock.unlock();
+        }
     }
 
     /** Records a message from P. Called by the notification thread. */
@@ -159,8 +177,12 @@ public final class P2pDropSession implements DropSession {
             if (ended) {
                 return Offer.ENDED;
             }
-            if (retired.contains(m.sender()) || producer != null && !producer.equals(m.sender())) {
+            if (retired.contains(m.sender())) {
                 return Offer.NOT_PRODUCER;
+            }
+            if (m.generation() != generation || producer != null && !producer.equals(m.sender())) {
+                retired.add(m.sender());
+                return Offer.STOP_SENDER;
             }
             if (producer == null) {
                 producer = m.sender();
@@ -242,8 +264,9 @@ public final class P2pDropSession implements DropSession {
      * next producer (the next sender) writes them again, with the hidden states, and commits. The layer timeout
      * starts again.
      *
-     * <p>A producer that had sent nothing before the move cannot be told from the next one: whichever of them speaks
-     * first is the producer, and every layer it writes is still checked against its word sum.
+     * <p>The move starts a new producer generation, which the next destination carries ({@link #transferParams(int)})
+     * and the next producer stamps on its messages: a P the prefill moved away from is refused, and told once to stop,
+     * even if it had sent nothing before the move.
      *
      * @param why why the prefill moved, for the old producer's stop message
      * @return the first layer the next producer must write ({@link #transferParams(int)})
@@ -266,6 +289,7 @@ public final class P2pDropSession implements DropSession {
             }
             hiddenAnnounced = false;
             producerDone = false;
+            generation++;
             retire("the prefill moved to another P (" + why + "), which has not written yet");
             lastProgress = System.nanoTime();
             changed.signalAll();

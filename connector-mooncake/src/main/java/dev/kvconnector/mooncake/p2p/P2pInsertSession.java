@@ -135,7 +135,7 @@ final class P2pInsertSession implements InsertSession {
         }
         TransferBatch batch = nextBatch();
         addWrites(batch, staging, layer);
-        submit(batch, staging, layer, P2pMessage.layer(message, self, layer, bytes, sum.value()));
+        submit(batch, staging, layer, P2pMessage.layer(message, d.generation(), self, layer, bytes, sum.value()));
         c.metrics.insertLayer(System.nanoTime() - start, bytes, runs.count() * layout.tensorsPerLayer());
         reap(slots);
     }
@@ -203,7 +203,7 @@ final class P2pInsertSession implements InsertSession {
         ChecksummedCopy.copy(hidden.segment(), 0, staging, 0, bytes, sum);
         TransferBatch batch = nextBatch();
         batch.write(staging, peer, d.hiddenAddr(), bytes);
-        submit(batch, staging, HIDDEN, P2pMessage.hidden(self, bytes, sum.value()));
+        submit(batch, staging, HIDDEN, P2pMessage.hidden(d.generation(), self, bytes, sum.value()));
     }
 
     /** Staging for the next batch, once fewer than {@code layersInFlight} are in flight. */
@@ -290,7 +290,7 @@ final class P2pInsertSession implements InsertSession {
             abort();
             throw why;
         }
-        int rc = c.engine.notify(peer, d.transferId(), P2pMessage.commit(self, put.length));
+        int rc = c.engine.notify(peer, d.transferId(), P2pMessage.commit(d.generation(), self, put.length));
         if (rc != 0) {
             abort();
             throw error(ErrorCode.IO_ERROR, "the commit message to " + d.segment() + " failed with code " + rc,
@@ -313,8 +313,9 @@ final class P2pInsertSession implements InsertSession {
         }
         aborted = true;
         endFlight();
-        c.tell(d.segment(), d.transferId(), P2pMessage.abort(self, reason != null ? reason : cancelled != null
-                ? cancelled : failure != null ? failure.code() + " " + failure.getMessage() : "the insert was aborted"));
+        c.tell(d.segment(), d.transferId(), P2pMessage.abort(d.generation(), self, reason != null ? reason
+                : cancelled != null ? cancelled : failure != null ? failure.code() + " " + failure.getMessage()
+                : "the insert was aborted"));
         c.outbound.remove(d.transferId(), this);
         c.metrics.abort();
     }

@@ -2,8 +2,9 @@ package dev.kvconnector.mooncake.p2p;
 
 /**
  * The notifications of the peer-to-peer protocol. Each is a transfer-engine notification whose name is the transfer
- * id and whose text is {@code kvc-p2p/1 KIND SENDER ARGS}, SENDER being the sender's segment name so the peer can
- * answer:
+ * id and whose text is {@code kvc-p2p/1 KIND[@GENERATION] SENDER ARGS}, SENDER being the sender's segment name so the
+ * peer can answer, and GENERATION (absent: 0) the producer generation of D's destination that P writes
+ * ({@link P2pDestination#generation()}):
  * <ul>
  *   <li>P to D, after the bytes they describe: {@code L layer bytes sum} (a layer landed), {@code H bytes sum}
  *       (the hidden states landed), {@code C layers} (P's last word: nothing of this transfer is in flight any more),
@@ -17,34 +18,51 @@ package dev.kvconnector.mooncake.p2p;
  * @param b the second number (bytes for {@code L}, the word sum for {@code H})
  * @param c the third number (the word sum for {@code L})
  * @param text the reason of {@code A} and {@code X}, else ""
+ * @param generation the producer generation the message belongs to (0 for D's messages)
  */
-record P2pMessage(Kind kind, String sender, long a, long b, long c, String text) {
+record P2pMessage(Kind kind, String sender, long a, long b, long c, String text, int generation) {
     static final String PREFIX = "kvc-p2p/1 ";
 
     /** What a message says. */
     enum Kind { LAYER, HIDDEN, COMMIT, ABORT, CANCEL }
 
     static String layer(String sender, int layer, long bytes, int sum) {
-        return layer(new StringBuilder(), sender, layer, bytes, sum).toString();
+        return layer(new StringBuilder(), 0, sender, layer, bytes, sum).toString();
     }
 
-    /** {@link #layer(String, int, long, int)} written into {@code out} (emptied first), allocating nothing. */
-    static StringBuilder layer(StringBuilder out, String sender, int layer, long bytes, int sum) {
+    /** A layer message of {@code generation} written into {@code out} (emptied first), allocating nothing. */
+    static StringBuilder layer(StringBuilder out, int generation, String sender, int layer, long bytes, int sum) {
         out.setLength(0);
-        return out.append(PREFIX).append("L ").append(sender).append(' ').append(layer).append(' ').append(bytes)
-                .append(' ').append(Integer.toUnsignedLong(sum));
+        out.append(PREFIX).append('L');
+        if (generation != 0) {
+            out.append('@').append(generation);
+        }
+        return out.append(' ').append(sender).append(' ').append(layer).append(' ').append(bytes).append(' ')
+                .append(Integer.toUnsignedLong(sum));
     }
 
-    static String hidden(String sender, long bytes, int sum) {
-        return PREFIX + "H " + sender + " " + bytes + " " + Integer.toUnsignedString(sum);
+    static String hidden(int generation, String sender, long bytes, int sum) {
+        return PREFIX + kind('H', generation) + sender + " " + bytes + " " + Integer.toUnsignedString(sum);
     }
 
     static String commit(String sender, int layers) {
-        return PREFIX + "C " + sender + " " + layers;
+        return commit(0, sender, layers);
+    }
+
+    static String commit(int generation, String sender, int layers) {
+        return PREFIX + kind('C', generation) + sender + " " + layers;
     }
 
     static String abort(String sender, String reason) {
-        return PREFIX + "A " + sender + " " + reason;
+        return abort(0, sender, reason);
+    }
+
+    static String abort(int generation, String sender, String reason) {
+        return PREFIX + kind('A', generation) + sender + " " + reason;
+    }
+
+    private static String kind(char kind, int generation) {
+        return generation == 0 ? kind + " " : kind + "@" + generation + " ";
     }
 
     static String cancel(String sender, String reason) {
@@ -61,20 +79,26 @@ record P2pMessage(Kind kind, String sender, long a, long b, long c, String text)
         if (text == null || !text.startsWith(PREFIX)) {
             return null;
         }
-        String[] f = text.substring(PREFIX.length()).split(" ", text.startsWith(PREFIX + "A ")
-                || text.startsWith(PREFIX + "X ") ? 3 : -1);
-        if (f.length < 2 || f[0].length() != 1) {
+        String body = text.substring(PREFIX.length());
+        boolean withReason = body.startsWith("A") || body.startsWith("X");
+        String[] f = body.split(" ", withReason ? 3 : -1);
+        if (f.length < 2 || f[0].isEmpty() || f[0].length() > 1 && f[0].charAt(1) != '@') {
             return null;
         }
         try {
+            int g = f[0].length() == 1 ? 0 : Integer.parseInt(f[0], 2, f[0].length(), 10);
+            if (g < 0) {
+                return null;
+            }
             return switch (f[0].charAt(0)) {
                 case 'L' -> f.length != 5 ? null : new P2pMessage(Kind.LAYER, f[1], Long.parseLong(f[2]),
-                        Long.parseLong(f[3]), Integer.parseUnsignedInt(f[4]), "");
+                        Long.parseLong(f[3]), Integer.parseUnsignedInt(f[4]), "", g);
                 case 'H' -> f.length != 4 ? null : new P2pMessage(Kind.HIDDEN, f[1], Long.parseLong(f[2]),
-                        Integer.parseUnsignedInt(f[3]), 0, "");
-                case 'C' -> f.length != 3 ? null : new P2pMessage(Kind.COMMIT, f[1], Long.parseLong(f[2]), 0, 0, "");
-                case 'A' -> new P2pMessage(Kind.ABORT, f[1], 0, 0, 0, f.length > 2 ? f[2] : "");
-                case 'X' -> new P2pMessage(Kind.CANCEL, f[1], 0, 0, 0, f.length > 2 ? f[2] : "");
+                        Integer.parseUnsignedInt(f[3]), 0, "", g);
+                case 'C' -> f.length != 3 ? null : new P2pMessage(Kind.COMMIT, f[1], Long.parseLong(f[2]), 0, 0, "",
+                        g);
+                case 'A' -> new P2pMessage(Kind.ABORT, f[1], 0, 0, 0, f.length > 2 ? f[2] : "", g);
+                case 'X' -> new P2pMessage(Kind.CANCEL, f[1], 0, 0, 0, f.length > 2 ? f[2] : "", g);
                 default -> null;
             };
         } catch (NumberFormatException e) {

@@ -108,11 +108,16 @@ final class P2pNotifications implements AutoCloseable {
         if (o == P2pDropSession.Offer.ACCEPTED) {
             return;
         }
-        if (o == P2pDropSession.Offer.NOT_PRODUCER) {
+        if (o == P2pDropSession.Offer.NOT_PRODUCER || o == P2pDropSession.Offer.STOP_SENDER) {
             stale.increment();
-            report("peer " + m.sender() + " sent " + m.kind() + " for transfer " + n.name() + ", whose producer it is "
-                    + "not (the prefill moved away from it, or another P writes it); ignored, D's cache untouched",
-                    n.name());
+            if (o == P2pDropSession.Offer.STOP_SENDER) {
+                c.tell(m.sender(), n.name(), P2pMessage.cancel(c.engine.segmentName(), "not the producer of transfer "
+                        + n.name() + " (generation " + m.generation() + "): the prefill moved to another P"));
+            }
+            report("peer " + m.sender() + " sent " + m.kind() + " of generation " + m.generation() + " for transfer "
+                    + n.name() + ", whose producer it is not (the prefill moved away from it, or another P writes it);"
+                    + " ignored, D's cache untouched" + (o == P2pDropSession.Offer.STOP_SENDER ? ", the peer told to stop"
+                    : ""), n.name());
             return;
         }
         String why = ended.get(n.name());

@@ -178,6 +178,31 @@ class P2pProducerMoveTest {
     }
 
     @Test
+    void aProducerThatHadSentNothingBeforeTheMoveIsRefusedAndToldToStopWhenItSpeaksLater() {
+        String tid = tid();
+        try (P2pDropSession drop = d.beginDropSelect(request(tid), DropTarget.paged(dCache, dBlocks))) {
+            KVTransferParams first = drop.transferParams();
+
+            int from = drop.moveProducer("the first P did not answer in time");
+
+            assertEquals(0, from);
+            assertEquals(1, P2pDestination.fromParams(drop.transferParams(from)).generation());
+            // The first P, slow rather than dead, begins writing with the destination it was sent before the move.
+            InsertSession old = oldP.beginInsert(request(tid), first);
+            old.putLayer(0, oldCache, pBlocks);
+            waitFor(((P2pInsertSession) old)::isCancelled);
+            insertAll(newP, newCache, tid, drop.transferParams(from));
+
+            DropResult r = drop.result();
+            assertTrue(r.isComplete(), r::toString);
+            old.close();
+        }
+        assertLayersFrom(NEW, 0, P2pKv.LAYOUT.numLayers());
+        assertTrue(dErrors.stream().anyMatch(s -> s.contains(tid) && s.contains("of generation 0")
+                && s.contains("told to stop")), dErrors::toString);
+    }
+
+    @Test
     void anAbortWhileTheProducerMayMoveWaitsForTheNextProducerInsteadOfMissing() {
         String tid = tid();
         try (P2pDropSession drop = d.beginDropSelect(request(tid), DropTarget.paged(dCache, dBlocks))) {
