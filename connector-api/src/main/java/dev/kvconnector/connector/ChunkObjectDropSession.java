@@ -140,9 +140,7 @@ final class ChunkObjectDropSession extends StoreDropBase {
         ChunkKeys ck = geo.chunks[c];
         String what = "chunk object " + key + " (tokens [" + ck.startToken() + ", " + ck.endToken() + "))";
         if (GetResult.isMiss(r)) {
-            return DropResult.miss(requestedTokens, streaming ? MissReason.TIMED_OUT : MissReason.ABSENT,
-                    streaming ? what + " did not arrive within " + connector.layerTimeoutMillis() + " ms"
-                            : "no " + what);
+            return streaming ? waitedMiss(what) : DropResult.miss(requestedTokens, MissReason.ABSENT, "no " + what);
         }
         if (GetResult.isTooSmall(r)) {
             return DropResult.miss(requestedTokens, MissReason.LAYOUT_MISMATCH, what + " holds "

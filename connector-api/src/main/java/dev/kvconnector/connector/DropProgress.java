@@ -103,6 +103,16 @@ final class DropProgress {
         }
     }
 
+    /** Whether the load has finished, whatever its outcome. */
+    boolean isDone() {
+        lock.lock();
+        try {
+            return done;
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** Waits until the load has finished, whatever its outcome. */
     void awaitDone() {
         lock.lock();

@@ -33,6 +33,19 @@ public interface DropSession extends AutoCloseable {
     DropResult result();
 
     /**
+     * Stops waiting for a producer that will not come (the proxy gave its prefill up): a layer-wise load still waiting
+     * for an object ends at once as an {@link MissReason#ABSENT} miss naming {@code why}, instead of at its layer
+     * timeout; what arrived before stays loaded. A load that waits for nothing (whole-request) or has ended is
+     * unchanged.
+     *
+     * @return true when the load had not ended and stops waiting; false when there was nothing to stop (and for a
+     *     session that cannot stop early, which then ends at its timeout)
+     */
+    default boolean abandon(String why) {
+        return false;
+    }
+
+    /**
      * Waits for the load to end, so no copy into the target runs after this returns. It does not throw the load's
      * failure (that is {@link #result()}'s job), so a try-with-resources block never suppresses its own exception.
      */

@@ -10,6 +10,7 @@ import dev.kvconnector.tensor.DType;
 import dev.kvconnector.tensor.Tensor;
 import dev.kvconnector.tensor.TensorSpec;
 import java.lang.foreign.MemorySegment;
+import java.util.Objects;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -34,6 +35,8 @@ abstract class StoreDropBase implements DropSession {
     final DropProgress progress;
     /** Time the object being read spent polling for the producer, in ns, added up by {@link #getWaiting}. */
     long waitedNanos;
+    /** Why no producer will come ({@link #abandon}), or null: the layer-wise wait then stops at once. */
+    private volatile String abandoned;
 
     StoreDropBase(StoreConnector connector, ChunkGeometry geo, DropTarget target, DropMode mode, boolean streaming,
                   long timeoutNanos, int requestedTokens) {
@@ -76,7 +79,7 @@ abstract class StoreDropBase implements DropSession {
         while (true) {
             long poll = System.nanoTime();
             long r = view != null ? store.tryView(key, view) : store.getInto(key, dst);
-            if (!GetResult.isMiss(r) || !streaming || System.nanoTime() - deadlineNanos >= 0) {
+            if (!GetResult.isMiss(r) || !streaming || abandoned != null || System.nanoTime() - deadlineNanos >= 0) {
                 // The last read is the copy itself; the polls and sleeps before it were the wait.
                 waitedNanos += poll - first;
                 return r;
@@ -84,6 +87,27 @@ abstract class StoreDropBase implements DropSession {
             LockSupport.parkNanos(backoff);
             backoff = Math.min(MAX_BACKOFF_NANOS, backoff * 2);
         }
+    }
+
+    /**
+     * The miss of {@code what}, which a layer-wise load waited for in vain: {@link MissReason#ABSENT} naming why no
+     * producer will come, when the load was abandoned; else {@link MissReason#TIMED_OUT}.
+     */
+    final DropResult waitedMiss(String what) {
+        String why = abandoned;
+        return why != null ? DropResult.miss(requestedTokens, MissReason.ABSENT, what + " will not arrive: " + why)
+                : DropResult.miss(requestedTokens, MissReason.TIMED_OUT, what + " did not arrive within "
+                        + connector.layerTimeoutMillis() + " ms");
+    }
+
+    @Override
+    public final boolean abandon(String why) {
+        Objects.requireNonNull(why, "why");
+        if (!streaming || progress.isDone()) {
+            return false;
+        }
+        abandoned = why;
+        return true;
     }
 
     /** The miss for a codec status of {@code key}'s object, or null when it is {@link ObjectPlan#OK}. */

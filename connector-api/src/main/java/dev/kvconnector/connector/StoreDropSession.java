@@ -140,8 +140,7 @@ final class StoreDropSession extends StoreDropBase {
                 }
                 if (GetResult.isMiss(r)) {
                     if (wait) {
-                        return DropResult.miss(requestedTokens, MissReason.TIMED_OUT, "the producer did not commit "
-                                + key + " within " + connector.layerTimeoutMillis() + " ms");
+                        return waitedMiss("the producer's commit, manifest " + key + ",");
                     }
                     break;
                 }
@@ -409,9 +408,9 @@ final class StoreDropSession extends StoreDropBase {
         }
         String what = layer == HIDDEN ? "hidden states" : "layer " + layer;
         if (GetResult.isMiss(r)) {
-            return DropResult.miss(requestedTokens, streaming ? MissReason.TIMED_OUT : MissReason.ABSENT,
-                    what + " object " + key + (streaming ? " did not arrive within " + connector.layerTimeoutMillis()
-                            + " ms" : " is gone (evicted or removed) although its manifest exists"));
+            return streaming ? waitedMiss(what + " object " + key) : DropResult.miss(requestedTokens,
+                    MissReason.ABSENT, what + " object " + key + " is gone (evicted or removed) although its manifest "
+                            + "exists");
         }
         if (GetResult.isTooSmall(r)) {
             return DropResult.miss(requestedTokens, MissReason.LAYOUT_MISMATCH, what + " object " + key + " is "

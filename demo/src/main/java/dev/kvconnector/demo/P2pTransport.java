@@ -365,7 +365,11 @@ public final class P2pTransport implements AutoCloseable {
         if (drop == null) {
             return false;
         }
-        drop.abandon("the proxy gave up the prefill (every P it tried failed)");
+        if (!drop.abandon("the proxy gave up the prefill (every P it tried failed)")) {
+            throw KVException.of(ErrorCode.CLOSED, "transfer " + transferId + ": D's load of it has already ended "
+                    + "(its KV arrived, or it missed); the notice that its prefill was given up comes too late")
+                    .operation("p2p prefill abandoned").key(transferId).build();
+        }
         LOG.info("transfer {}: the proxy gave up the prefill; recomputing", transferId);
         return true;
     }

@@ -303,18 +303,21 @@ public final class P2pDropSession implements DropSession {
     }
 
     /**
-     * D: no P will write this transfer any more (the proxy gave up its prefill): the transfer is an
-     * {@link MissReason#ABSENT} miss naming {@code why}, so that D recomputes without waiting for its layer timeout.
-     * As after any miss, {@link #result()} tells a producer still writing to stop and waits for its last word.
-     *
-     * @throws KVException {@code CLOSED} as {@link #moveProducer}
+     * {@inheritDoc} D: no P will write this transfer any more (the proxy gave up its prefill): a transfer still
+     * waiting becomes an {@link MissReason#ABSENT} miss naming {@code why}, so that D recomputes without waiting for
+     * its layer timeout. As after any miss, {@link #result()} tells a producer still writing to stop and waits for its
+     * last word. False when the transfer has ended, its producer committed, or it already missed.
      */
-    public void abandon(String why) {
+    @Override
+    public boolean abandon(String why) {
         lock.lock();
         try {
-            requireWaiting("abandon");
+            if (ended || committed || miss != null) {
+                return false;
+            }
             missOnce(MissReason.ABSENT, "no P will write it: " + why);
             changed.signalAll();
+            return true;
         } finally {
             lock.unlock();
         }
