@@ -334,12 +334,16 @@ final class InferenceCall {
     }
 
     /**
-     * Every concurrent prefill attempt failed after D was told the prefill may move: a decode sent from now on names
-     * no P, and the D waiting now is told with a notice ({@value #ABANDONED_FIELD}) that no P will write the transfer,
-     * so that it recomputes at once instead of waiting for its layer timeout. Not waited for; a D that does not take
-     * it is logged, and times out.
+     * The concurrent prefill failed for good (every attempt, or the only one in decode-only mode): a decode sent from
+     * now on names no P, and the D waiting now is told with a notice ({@value #ABANDONED_FIELD}) that no P will write
+     * the transfer, so that a D waiting for it (peer to peer, or layer-wise through a store) recomputes at once instead
+     * of waiting for its layer timeout. Not waited for; a D that does not take it is logged, and times out.
      */
     private void announcePrefillAbandoned() {
+        if (current == null) {
+            // No decode in flight: D is not called yet (no P could be picked at all), or has answered.
+            return;
+        }
         ObjectNode kv = (ObjectNode) body.get("kv_transfer_params");
         kv.remove(List.of("remote_host", "remote_port", MAY_MOVE_FIELD));
         decodeBytes = json(body);
@@ -401,8 +405,8 @@ final class InferenceCall {
             } else {
                 String text = answer.toString().strip();
                 notTaken(d + " answered " + status + ": " + (text.isEmpty() ? "(empty body)" : text)
-                        + (status == 404 ? " (is D a kvconnector engine with the peer-to-peer transport? others need"
-                        + " no notice)" : ""));
+                        + (status == 404 ? " (is D a kvconnector engine that loads peer to peer or layer-wise? "
+                        + "others need no notice)" : ""));
             }
         }
 
@@ -464,9 +468,7 @@ final class InferenceCall {
             if (!cancelled) {
                 proxy.metrics.decodeOnlyFallbacks.increment();
                 LOG.warn("request {}: concurrent prefill failed; decode recomputes the prompt", requestId);
-                if (attempt > 0 && attempts > 1) {
-                    announcePrefillAbandoned();
-                }
+                announcePrefillAbandoned();
             }
         }
 

@@ -133,10 +133,12 @@ class ConcurrentFlowTest extends ProxyTestBase {
     }
 
     @Test
-    void decodeAnswersWhenTheConcurrentPrefillFailsInDecodeOnlyMode() throws Exception {
+    void decodeAnswersWhenTheConcurrentPrefillFailsInDecodeOnlyModeAndIsToldItWasGivenUp() throws Exception {
         var p1 = instance("p1").failNext(1, 500);
         var p2 = instance("p2");
-        var d = instance("d").stall(300).answerWhen(() -> !p1.completions().isEmpty());
+        var d = instance("d");
+        // D answers once told: a D waiting layer-wise would otherwise wait out its layer timeout.
+        d.answerWhen(() -> !d.prefillMoves().isEmpty());
         XpydProxy proxy = start(config().flow(ProxyFlow.CONCURRENT).onPrefillFailure(PrefillFailureMode.DECODE_ONLY)
                 .prefill(p1.address(), p2.address()).decode(d.address()));
 
@@ -147,7 +149,11 @@ class ConcurrentFlowTest extends ProxyTestBase {
         assertEquals(1, p1.completions().size());
         assertEquals(0, p2.completions().size(), "decode-only mode does not retry the prefill");
         awaitMetric(proxy, "xpyd_proxy_decode_only_total 1");
-        assertTrue(d.prefillMoves().isEmpty(), "a prefill that is not retried is not announced");
+        assertEquals(1, d.prefillMoves().size(), d.prefillMoves().toString());
+        JsonNode givenUp = d.prefillMoves().getFirst();
+        assertEquals(res.headers().firstValue("X-Request-Id").orElseThrow(), givenUp.path("transfer_id").asText());
+        assertTrue(givenUp.path("kvc_prefill_abandoned").asBoolean(), givenUp.toString());
+        assertFalse(givenUp.has("remote_host"), "a prefill that is not retried moves nowhere: " + givenUp);
         assertFalse(d.completions().getFirst().body().path("kv_transfer_params").has("kvc_prefill_may_move"),
                 "decode-only mode never moves the prefill");
     }
