@@ -99,6 +99,8 @@ public final class Engine implements AutoCloseable {
     private final LongAdder loaded = new LongAdder();
     private final LongAdder partial = new LongAdder();
     private final EnumMap<MissReason, LongAdder> misses = new EnumMap<>(MissReason.class);
+    /** Layer-wise loads through the store that wait for their producer, for the proxy's give-up notices. */
+    private final StoreWaits storeWaits = new StoreWaits();
     private final LongAdder loadFailures = new LongAdder();
     private final LongAdder inserts = new LongAdder();
     private final LongAdder insertFailures = new LongAdder();
@@ -305,7 +307,7 @@ public final class Engine implements AutoCloseable {
                         hidden.asSlice(0, hiddenBytes)));
             }
             DropResult r = p2p != null ? p2p.receive(request, target, params, config.layers(), l -> { })
-                    : layerWise ? loadLayerWise(request, target) : connector.dropSelect(request, target);
+                    : layerWise ? loadLayerWise(request, target, transferId) : connector.dropSelect(request, target);
             if (hidden == null && r.isHit()) {
                 int loadable = tokens - tokens % connector.keyContext().chunkTokens();
                 (r.matchedTokens() >= loadable ? loaded : partial).increment();
@@ -340,15 +342,24 @@ public final class Engine implements AutoCloseable {
         }
     }
 
-    private DropResult loadLayerWise(RequestTokens request, DropTarget target) {
+    private DropResult loadLayerWise(RequestTokens request, DropTarget target, String transferId) {
         try (DropSession s = connector.beginDropSelect(request, target)) {
-            for (int l = 0; l < config.layers(); l++) {
-                // Nothing to overlap with on a full hit, but a real engine would run layer l here.
-                if (!s.awaitLayer(l)) {
-                    break;
+            if (transferId != null) {
+                storeWaits.began(transferId, s);
+            }
+            try {
+                for (int l = 0; l < config.layers(); l++) {
+                    // Nothing to overlap with on a full hit, but a real engine would run layer l here.
+                    if (!s.awaitLayer(l)) {
+                        break;
+                    }
+                }
+                return s.result();
+            } finally {
+                if (transferId != null) {
+                    storeWaits.ended(transferId, s);
                 }
             }
-            return s.result();
         }
     }
 
@@ -434,24 +445,42 @@ public final class Engine implements AutoCloseable {
     }
 
     /**
-     * D, peer to peer: the proxy retried the prefill of {@code notice}'s {@code transfer_id} on the P at its
+     * Whether this engine is a D that loads layer-wise through a store: its loads wait for their producer, and a
+     * prefill retried on another P writes the store under the same transfer id, so there is nothing to move.
+     */
+    public boolean loadsLayerWiseThroughStore() {
+        return p2p == null && role.consumes() && layerWise && connector != null;
+    }
+
+    /**
+     * D: the proxy retried the prefill of {@code notice}'s {@code transfer_id} on the P at its
      * {@code remote_host}/{@code remote_port} ({@link P2pTransport#prefillMoved}), or, with
-     * {@value P2pTransport#ABANDONED_FIELD} true, gave it up ({@link P2pTransport#prefillAbandoned}).
+     * {@value P2pTransport#ABANDONED_FIELD} true, gave it up: a load waiting for it (peer to peer,
+     * {@link P2pTransport#prefillAbandoned}, or layer-wise through the store) misses at once and the engine recomputes.
      *
      * @return the first layer the new P writes (0 for a prefill given up), or -1 when the notice is held for a request
      *     not begun yet
-     * @throws KVException {@code UNSUPPORTED} when this engine loads no KV peer to peer; those of
-     *     {@link P2pTransport#prefillMoved} and {@link P2pTransport#prefillAbandoned}
+     * @throws KVException {@code UNSUPPORTED} when this engine loads no KV peer to peer (nor, for a prefill given up,
+     *     layer-wise through a store); those of {@link P2pTransport#prefillMoved} and
+     *     {@link P2pTransport#prefillAbandoned}
      */
     public int prefillMoved(KVTransferParams notice) {
+        var abandoned = notice.unknownFields().get(P2pTransport.ABANDONED_FIELD);
+        boolean givenUp = abandoned != null && abandoned.asBoolean(false);
+        if (givenUp && loadsLayerWiseThroughStore()) {
+            if (notice.transferId() == null || notice.transferId().isEmpty()) {
+                throw KVException.of(ErrorCode.INVALID_ARGUMENT, "a notice that the prefill was given up needs its "
+                        + "transfer_id").operation("prefill abandoned").build();
+            }
+            return storeWaits.givenUp(notice.transferId()) ? 0 : -1;
+        }
         if (p2p == null || !role.consumes()) {
             throw KVException.of(ErrorCode.UNSUPPORTED, "engine " + engineId + " (" + role.vllmName() + ") loads no "
                     + "KV peer to peer: transfer " + notice.transferId() + " has no drop-select here to move")
                     .operation("p2p prefill moved").key(notice.transferId())
                     .hint("send the notice to a decode engine started with --transport p2p").build();
         }
-        var abandoned = notice.unknownFields().get(P2pTransport.ABANDONED_FIELD);
-        if (abandoned != null && abandoned.asBoolean(false)) {
+        if (givenUp) {
             return p2p.prefillAbandoned(notice.transferId()) ? 0 : -1;
         }
         return p2p.prefillMoved(notice.transferId(), notice.remoteHost(), notice.remotePort());

@@ -52,7 +52,9 @@ import org.slf4j.LoggerFactory;
  *       "remote_port"}}. 200 with {@code from_layer} when D's request waits (D asks that P for the layers from
  *       there on), 202 when it has not begun (the notice is held for it), 409 when it has ended, 404 from an engine
  *       that loads nothing peer to peer, 400 for a notice without those fields. With {@code kvc_prefill_abandoned}
- *       true instead of a P, the proxy gave the prefill up: D's request recomputes at once (200, or 202 held).</li>
+ *       true instead of a P, the proxy gave the prefill up: D's request recomputes at once (200, or 202 held). A D
+ *       that loads layer-wise through the store takes both: a move needs nothing (200: the retried P writes the
+ *       store under the same transfer id), a prefill given up ends its waiting load at once (200, or 202 held).</li>
  * </ul>
  * Decoding is greedy whatever the sampling fields say. Bad requests get 400 with an OpenAI-style error object,
  * a body that is not JSON 415, an unknown model 404, a full cache 503. Each request runs on a virtual thread.
@@ -246,6 +248,13 @@ public final class EngineServer implements AutoCloseable {
                 notice = KVTransferParams.fromJsonNode(JSON.readTree(ex.getRequestBody().readNBytes(MAX_BODY_BYTES)));
             } catch (IOException | KVException e) {
                 error(ex, 400, "the body must name transfer_id, remote_host and remote_port: " + e.getMessage());
+                return;
+            }
+            if (engine.loadsLayerWiseThroughStore()
+                    && !notice.unknownFields().containsKey(P2pTransport.ABANDONED_FIELD)) {
+                json(ex, 200, JSON.createObjectNode().put("transfer_id", notice.transferId()).put("state",
+                        "loads through the store: a retried prefill writes there under the same transfer id; "
+                                + "nothing to move"));
                 return;
             }
             try {
