@@ -69,6 +69,10 @@ import org.slf4j.LoggerFactory;
  * ({@link #kvTransferConfig}, built by the connector providers): P's insert goes into both, so the store keeps the
  * prompt for prefix reuse; D takes the request in flight from P, and loads a request that names no P (such as one
  * sent to D alone) from the store.
+ *
+ * <p>Over 400 lines because both sides of a transfer (P's outgoing transfers and D's loads) and the proxy's notices
+ * (held, moved, given up) share one view of which transfers this engine has in flight or has ended; apart, each would
+ * have to look the others up.
  */
 public final class P2pTransport implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(P2pTransport.class);

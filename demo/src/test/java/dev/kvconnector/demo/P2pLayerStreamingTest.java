@@ -17,10 +17,6 @@ import dev.kvconnector.paged.BlockTable;
 import dev.kvconnector.paged.PagedKVCache;
 import dev.kvconnector.testkit.Segments;
 import java.io.IOException;
-import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
-import java.net.InetSocketAddress;
-import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
@@ -62,7 +58,7 @@ class P2pLayerStreamingTest {
         }
         p = transport(KVRole.PRODUCER, pCache);
         d = transport(KVRole.CONSUMER, dCache);
-        pServer = sendEndpoint(p, answers);
+        pServer = P2pTestKit.sendEndpoint(p, answers);
     }
 
     private static P2pTransport transport(KVRole role, PagedKVCache cache) {
@@ -103,7 +99,8 @@ class P2pLayerStreamingTest {
         assertTrue(r.isComplete(), r::toString);
         assertTrue(freed.get(), "P's blocks were not given back after the commit");
         for (int l = 0; l < LAYOUT.numLayers(); l++) {
-            assertTrue(sameLayer(l), "layer " + l + " differs between P's and D's blocks");
+            assertTrue(P2pTestKit.sameLayer(LAYOUT, TOKENS, l, pCache, pTable, dCache, dTable),
+                    "layer " + l + " differs between P's and D's blocks");
         }
         assertEquals(p.connector().metrics().insertedBytes(), d.connector().metrics().droppedBytes());
     }
@@ -132,37 +129,5 @@ class P2pLayerStreamingTest {
         assertEquals(202, answers.poll(10, TimeUnit.SECONDS), "P did not take a destination before its prefill");
 
         computeAndCheckEachLands(p.beginPrefill(TRANSFER, prompt, pCache, pTable), 0, landed, result);
-    }
-
-    private boolean sameLayer(int layer) {
-        try (Arena a = Arena.ofConfined()) {
-            long bytes = TOKENS * LAYOUT.bytesPerTokenPerTensor();
-            MemorySegment want = a.allocate(bytes);
-            MemorySegment got = a.allocate(bytes);
-            for (int t = 0; t < LAYOUT.tensorsPerLayer(); t++) {
-                pCache.gather(layer, t, pTable, 0, TOKENS, want, 0);
-                dCache.gather(layer, t, dTable, 0, TOKENS, got, 0);
-                if (!Segments.equal(want, got, bytes)) {
-                    return false;
-                }
-            }
-            return true;
-        }
-    }
-
-    /** P's {@code POST /kv/p2p/send} alone, over a plain HTTP server, each status put in {@code answers}. */
-    private static HttpServer sendEndpoint(P2pTransport p, BlockingQueue<Integer> answers) throws IOException {
-        HttpServer s = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
-        s.createContext(P2pTransport.SEND_PATH, ex -> {
-            try (ex) {
-                long sent = p.destination(KVTransferParams.fromJson(new String(ex.getRequestBody().readAllBytes(),
-                        StandardCharsets.UTF_8)));
-                int status = sent >= 0 ? 200 : 202;
-                ex.sendResponseHeaders(status, -1);
-                answers.add(status);
-            }
-        });
-        s.start();
-        return s;
     }
 }

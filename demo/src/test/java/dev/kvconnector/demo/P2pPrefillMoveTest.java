@@ -23,10 +23,6 @@ import dev.kvconnector.paged.BlockTable;
 import dev.kvconnector.paged.PagedKVCache;
 import dev.kvconnector.testkit.Segments;
 import java.io.IOException;
-import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
-import java.net.InetSocketAddress;
-import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
@@ -71,8 +67,8 @@ class P2pPrefillMoveTest {
         first = transport(KVRole.PRODUCER, firstCache);
         second = transport(KVRole.PRODUCER, secondCache);
         d = transport(KVRole.CONSUMER, dCache);
-        firstServer = sendEndpoint(first, firstAnswers);
-        secondServer = sendEndpoint(second, secondAnswers);
+        firstServer = P2pTestKit.sendEndpoint(first, firstAnswers);
+        secondServer = P2pTestKit.sendEndpoint(second, secondAnswers);
     }
 
     private static PagedKVCache filled(long seed) {
@@ -151,7 +147,8 @@ class P2pPrefillMoveTest {
         DropResult r = result.get(10, TimeUnit.SECONDS);
         assertTrue(r.isComplete(), "D did not load the moved prefill: " + r);
         for (int l = 0; l < LAYOUT.numLayers(); l++) {
-            assertTrue(sameLayer(l < 3 ? firstCache : secondCache, l), "layer " + l + " is not from "
+            assertTrue(P2pTestKit.sameLayer(LAYOUT, TOKENS, l, l < 3 ? firstCache : secondCache, pTable, dCache,
+                    dTable), "layer " + l + " is not from "
                     + (l < 3 ? "the first P, which D had accepted it from" : "the second P"));
         }
         assertEquals(LAYOUT.layerBytes(TOKENS) * (LAYOUT.numLayers() - 3),
@@ -169,7 +166,7 @@ class P2pPrefillMoveTest {
         assertTrue(result.get(10, TimeUnit.SECONDS).isComplete());
         assertNull(firstAnswers.poll(100, TimeUnit.MILLISECONDS), "D asked the P the prefill moved away from");
         for (int l = 0; l < LAYOUT.numLayers(); l++) {
-            assertTrue(sameLayer(secondCache, l), "layer " + l);
+            assertTrue(P2pTestKit.sameLayer(LAYOUT, TOKENS, l, secondCache, pTable, dCache, dTable), "layer " + l);
         }
     }
 
@@ -208,37 +205,5 @@ class P2pPrefillMoveTest {
         assertTrue(e.getMessage().contains(TRANSFER) && e.getMessage().contains("has ended"), e.getMessage());
         assertNull(secondAnswers.poll(100, TimeUnit.MILLISECONDS), "D asked a P for a transfer it has ended");
         assertThrows(KVException.class, () -> d.prefillMoved(TRANSFER, "127.0.0.1", 0), "port 0 is no P");
-    }
-
-    private boolean sameLayer(PagedKVCache p, int layer) {
-        try (Arena a = Arena.ofConfined()) {
-            long bytes = TOKENS * LAYOUT.bytesPerTokenPerTensor();
-            MemorySegment want = a.allocate(bytes);
-            MemorySegment got = a.allocate(bytes);
-            for (int t = 0; t < LAYOUT.tensorsPerLayer(); t++) {
-                p.gather(layer, t, pTable, 0, TOKENS, want, 0);
-                dCache.gather(layer, t, dTable, 0, TOKENS, got, 0);
-                if (!Segments.equal(want, got, bytes)) {
-                    return false;
-                }
-            }
-            return true;
-        }
-    }
-
-    /** P's {@code POST /kv/p2p/send} alone, over a plain HTTP server, each status put in {@code answers}. */
-    private static HttpServer sendEndpoint(P2pTransport p, BlockingQueue<Integer> answers) throws IOException {
-        HttpServer s = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
-        s.createContext(P2pTransport.SEND_PATH, ex -> {
-            try (ex) {
-                long sent = p.destination(KVTransferParams.fromJson(new String(ex.getRequestBody().readAllBytes(),
-                        StandardCharsets.UTF_8)));
-                int status = sent >= 0 ? 200 : 202;
-                ex.sendResponseHeaders(status, -1);
-                answers.add(status);
-            }
-        });
-        s.start();
-        return s;
     }
 }

@@ -5,8 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.kvconnector.connector.MissReason;
 import dev.kvconnector.proxy.PrefillFailureMode;
 import dev.kvconnector.proxy.ProxyConfig;
@@ -29,7 +27,6 @@ import org.junit.jupiter.api.Test;
  * JVM, each engine with its own transfer engine over the test double (loopback TCP).
  */
 class P2pPrefillRetryTest {
-    private static final ObjectMapper JSON = new ObjectMapper();
     private static final ModelWeights WEIGHTS = ModelWeights.random(ModelConfig.tiny(11));
     private static final String MODEL = "m";
     private static final int MAX_TOKENS = 8;
@@ -92,13 +89,13 @@ class P2pPrefillRetryTest {
         int free = producer.freeBlocks();
 
         long start = System.nanoTime();
-        JsonNode answer = complete(prompt);
+        JsonNode answer = ProxyTestClient.complete(http, proxy, MODEL, MAX_TOKENS, prompt);
         long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
 
         assertEquals(1, failing.metrics().requests(), "the first P was asked first");
         assertEquals(0, failing.metrics().prefillPasses(), "the first P's prefill failed");
         assertEquals(1, producer.metrics().prefillPasses(), "the second P computed the prompt");
-        assertArrayEquals(single.generate(prompt, MAX_TOKENS).tokens(), tokenIds(answer));
+        assertArrayEquals(single.generate(prompt, MAX_TOKENS).tokens(), ProxyTestClient.tokenIds(answer));
         EngineMetrics d = consumer.metrics();
         assertEquals(1, d.loadedPrefills(), "D recomputed instead of loading from the second P: " + d.misses());
         assertEquals(0, d.prefillTokens(), "D computed prompt tokens");
@@ -111,29 +108,6 @@ class P2pPrefillRetryTest {
         }
         assertTrue(metrics().contains("xpyd_proxy_prefill_moves_announced_total 1"), metrics());
         P2pTransportTest.awaitFree(producer, free);
-    }
-
-    private JsonNode complete(int[] prompt) throws Exception {
-        ObjectNode body = JSON.createObjectNode().put("model", MODEL).put("max_tokens", MAX_TOKENS)
-                .put("stream", false);
-        var ids = body.putArray("prompt");
-        for (int t : prompt) {
-            ids.add(t);
-        }
-        HttpResponse<String> r = http.send(HttpRequest.newBuilder(proxy.uri().resolve("/v1/completions"))
-                .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body.toString()))
-                .build(), HttpResponse.BodyHandlers.ofString());
-        assertEquals(200, r.statusCode(), r.body());
-        return JSON.readTree(r.body());
-    }
-
-    private static int[] tokenIds(JsonNode answer) {
-        JsonNode ids = answer.at("/choices/0/token_ids");
-        int[] out = new int[ids.size()];
-        for (int i = 0; i < out.length; i++) {
-            out[i] = ids.get(i).asInt();
-        }
-        return out;
     }
 
     private String metrics() throws Exception {

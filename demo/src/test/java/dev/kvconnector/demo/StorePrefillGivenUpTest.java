@@ -5,8 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.kvconnector.connector.KVStoreConnector;
 import dev.kvconnector.connector.MissReason;
 import dev.kvconnector.proxy.PrefillFailureMode;
@@ -16,8 +14,6 @@ import dev.kvconnector.proxy.XpydProxy;
 import dev.kvconnector.store.KVStore;
 import dev.kvconnector.store.KVStores;
 import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
@@ -31,7 +27,6 @@ import org.junit.jupiter.api.Test;
  * layer timeout. Two engine servers, one store and the real proxy in this JVM.
  */
 class StorePrefillGivenUpTest {
-    private static final ObjectMapper JSON = new ObjectMapper();
     private static final ModelWeights WEIGHTS = ModelWeights.random(ModelConfig.tiny(11));
     private static final String MODEL = "m";
     private static final int MAX_TOKENS = 8;
@@ -91,38 +86,15 @@ class StorePrefillGivenUpTest {
         int[] prompt = ByteTokenizer.encode("the only P fails mid-prefill; D must not wait for it");
 
         long start = System.nanoTime();
-        JsonNode answer = complete(prompt);
+        JsonNode answer = ProxyTestClient.complete(http, proxy, MODEL, MAX_TOKENS, prompt);
         long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
 
         assertEquals(1, failing.metrics().requests(), "the P was asked");
         assertEquals(0, failing.metrics().prefillPasses(), "the P's prefill failed");
-        assertArrayEquals(single.generate(prompt, MAX_TOKENS).tokens(), tokenIds(answer));
+        assertArrayEquals(single.generate(prompt, MAX_TOKENS).tokens(), ProxyTestClient.tokenIds(answer));
         EngineMetrics d = consumer.metrics();
         assertEquals(1, d.misses(MissReason.ABSENT), "D's load did not end as given up: " + d.misses());
         assertEquals(0, d.misses(MissReason.TIMED_OUT), "D waited out its layer timeout");
         assertTrue(ms < LAYER_TIMEOUT_MS / 4, "the answer took " + ms + " ms: D waited for the failed P");
-    }
-
-    private JsonNode complete(int[] prompt) throws Exception {
-        ObjectNode body = JSON.createObjectNode().put("model", MODEL).put("max_tokens", MAX_TOKENS)
-                .put("stream", false);
-        var ids = body.putArray("prompt");
-        for (int t : prompt) {
-            ids.add(t);
-        }
-        HttpResponse<String> r = http.send(HttpRequest.newBuilder(proxy.uri().resolve("/v1/completions"))
-                .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body.toString()))
-                .build(), HttpResponse.BodyHandlers.ofString());
-        assertEquals(200, r.statusCode(), r.body());
-        return JSON.readTree(r.body());
-    }
-
-    private static int[] tokenIds(JsonNode answer) {
-        JsonNode ids = answer.at("/choices/0/token_ids");
-        int[] out = new int[ids.size()];
-        for (int i = 0; i < out.length; i++) {
-            out[i] = ids.get(i).asInt();
-        }
-        return out;
     }
 }

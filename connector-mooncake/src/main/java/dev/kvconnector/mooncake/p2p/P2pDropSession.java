@@ -34,6 +34,10 @@ import java.util.concurrent.locks.ReentrantLock;
  * from the one {@link #moveProducer} returned on. With
  * {@link #producerMayMove()}, an abort from the producer retires it the same way and leaves the transfer waiting for
  * the next one, up to the layer timeout, instead of ending it.
+ *
+ * <p>Over 400 lines because what P announced, what D verified, the producer and its generation, the miss and the
+ * end of the transfer are one piece of state under one lock, read by the notification thread, the engine's thread
+ * and the thread that moves the producer; split apart, each part would need the others' lock.
  */
 public final class P2pDropSession implements DropSession {
     private final TransferEngineConnector c;
