@@ -297,6 +297,10 @@ public final class Engine implements AutoCloseable {
      */
     private Prefill load(RequestTokens request, BlockTable table, String transferId, KVTransferParams params) {
         int tokens = request.totalTokens();
+        var abandoned = params == null ? null : params.unknownFields().get(P2pTransport.ABANDONED_FIELD);
+        // The proxy found no P for this request: no producer will write it, so a load waits for none and reads what
+        // the store has committed (an earlier request's prefix).
+        boolean waitForProducer = layerWise && (abandoned == null || !abandoned.asBoolean(false));
         int h = config.hiddenSize();
         long hiddenBytes = (long) tokens * h * Float.BYTES;
         MemorySegment hidden = hiddenStates ? hiddenPool.acquire(hiddenBytes) : null;
@@ -307,7 +311,8 @@ public final class Engine implements AutoCloseable {
                         hidden.asSlice(0, hiddenBytes)));
             }
             DropResult r = p2p != null ? p2p.receive(request, target, params, config.layers(), l -> { })
-                    : layerWise ? loadLayerWise(request, target, transferId) : connector.dropSelect(request, target);
+                    : waitForProducer ? loadLayerWise(request, target, transferId)
+                    : connector.dropSelect(request, target);
             if (hidden == null && r.isHit()) {
                 int loadable = tokens - tokens % connector.keyContext().chunkTokens();
                 (r.matchedTokens() >= loadable ? loaded : partial).increment();

@@ -5,6 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.BooleanNode;
+import dev.kvconnector.config.KVTransferParams;
 import dev.kvconnector.connector.KVStoreConnector;
 import dev.kvconnector.connector.MissReason;
 import dev.kvconnector.proxy.PrefillFailureMode;
@@ -96,5 +98,21 @@ class StorePrefillGivenUpTest {
         assertEquals(1, d.misses(MissReason.ABSENT), "D's load did not end as given up: " + d.misses());
         assertEquals(0, d.misses(MissReason.TIMED_OUT), "D waited out its layer timeout");
         assertTrue(ms < LAYER_TIMEOUT_MS / 4, "the answer took " + ms + " ms: D waited for the failed P");
+    }
+
+    @Test
+    void aRequestWhoseParamsSayNoPrefillComesIsComputedWithoutWaiting() {
+        int[] prompt = ByteTokenizer.encode("no P could be picked for this request");
+        KVTransferParams params = KVTransferParams.builder().transferId("t-no-p").doRemotePrefill(true)
+                .unknownField(P2pTransport.ABANDONED_FIELD, BooleanNode.TRUE).build();
+
+        long start = System.nanoTime();
+        Generation g = consumer.generate(prompt, MAX_TOKENS, params, token -> { });
+        long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+
+        assertArrayEquals(single.generate(prompt, MAX_TOKENS).tokens(), g.tokens());
+        assertEquals(1, consumer.metrics().misses(MissReason.ABSENT), consumer.metrics().misses().toString());
+        assertEquals(0, consumer.metrics().misses(MissReason.TIMED_OUT), "D waited for a producer");
+        assertTrue(ms < LAYER_TIMEOUT_MS / 4, "the answer took " + ms + " ms: D waited for a producer");
     }
 }

@@ -67,6 +67,8 @@ final class InferenceCall {
     /** The exchange in flight for this call's sequential steps (V0/V1 prefill, decode). */
     private UpstreamExchange current;
     private ConcurrentPrefill concurrentPrefill;
+    /** The concurrent prefill failed for good before D was called (no P could be picked): D's params say so. */
+    private boolean prefillGivenUpBeforeDecode;
 
     InferenceCall(XpydProxy proxy, ClientRequest client, ObjectNode body, String requestId, long startNanos) {
         this.proxy = proxy;
@@ -296,7 +298,9 @@ final class InferenceCall {
     /**
      * D's {@code kv_transfer_params} in the concurrent flow: the transfer id P shares and, when a P was picked, where
      * it is, in vLLM V1's {@code remote_host}/{@code remote_port} (as the proxy reaches it), so that a peer-to-peer D
-     * can send that P where the KV goes while P computes. When the prefill may be retried on another P
+     * can send that P where the KV goes while P computes. When no P could be picked at all, they carry
+     * {@value #ABANDONED_FIELD} true instead: no prefill comes, and a kvconnector D computes without waiting for one.
+     * When the prefill may be retried on another P
      * ({@link PrefillFailureMode#RETRY} with more than one attempt), {@value #MAY_MOVE_FIELD} says so: D already
      * has its params when a retry picks another P, so the proxy then tells D where the prefill moved
      * ({@link #announcePrefillMove}), and D waits for that P rather than recompute when the first one aborts; when
@@ -313,6 +317,9 @@ final class InferenceCall {
             if (config.onPrefillFailure() == PrefillFailureMode.RETRY && config.maxPrefillAttempts() > 1) {
                 kv.put(MAY_MOVE_FIELD, true);
             }
+        }
+        if (prefillGivenUpBeforeDecode) {
+            kv.put(ABANDONED_FIELD, true);
         }
         return kv;
     }
@@ -341,7 +348,9 @@ final class InferenceCall {
      */
     private void announcePrefillAbandoned() {
         if (current == null) {
-            // No decode in flight: D is not called yet (no P could be picked at all), or has answered.
+            // No decode in flight: D is not called yet (no P could be picked at all), and its params will say so
+            // (concurrentDecodeParams), or it has answered.
+            prefillGivenUpBeforeDecode = true;
             return;
         }
         ObjectNode kv = (ObjectNode) body.get("kv_transfer_params");

@@ -1,9 +1,9 @@
 package dev.kvconnector.proxy;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import org.junit.jupiter.api.Test;
-
 import java.net.http.HttpResponse;
+import java.time.Duration;
+import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -156,6 +156,25 @@ class ConcurrentFlowTest extends ProxyTestBase {
         assertFalse(givenUp.has("remote_host"), "a prefill that is not retried moves nowhere: " + givenUp);
         assertFalse(d.completions().getFirst().body().path("kv_transfer_params").has("kvc_prefill_may_move"),
                 "decode-only mode never moves the prefill");
+    }
+
+    @Test
+    void aRequestForWhichNoPCanBePickedTellsDInItsParamsThatNoPrefillComes() throws Exception {
+        var d = instance("d");
+        String dead = "127.0.0.1:" + FailureHandlingTest.freePort();
+        XpydProxy proxy = start(config().flow(ProxyFlow.CONCURRENT).healthInterval(Duration.ofHours(1))
+                .startupCheck(StartupCheck.OFF).prefill(dead).decode(d.address()));
+        // The first request cannot connect to the only P, which is ejected until a probe readmits it.
+        assertEquals(200, post(proxy, "/v1/completions", PROMPT).statusCode());
+        assertFalse(proxy.pool.list(Role.PREFILL).getFirst().healthy());
+
+        assertEquals(200, post(proxy, "/v1/completions", PROMPT).statusCode());
+
+        JsonNode first = d.completions().get(0).body().path("kv_transfer_params");
+        assertTrue(first.has("remote_host") && !first.has("kvc_prefill_abandoned"), first.toString());
+        JsonNode kv = d.completions().get(1).body().path("kv_transfer_params");
+        assertTrue(kv.path("kvc_prefill_abandoned").asBoolean(), kv.toString());
+        assertFalse(kv.has("remote_host"), kv.toString());
     }
 
     private void awaitMetric(XpydProxy proxy, String line) throws InterruptedException {
