@@ -100,7 +100,7 @@ public final class Engine implements AutoCloseable {
     private final LongAdder partial = new LongAdder();
     private final EnumMap<MissReason, LongAdder> misses = new EnumMap<>(MissReason.class);
     /** Layer-wise loads through the store that wait for their producer, for the proxy's give-up notices. */
-    private final StoreWaits storeWaits = new StoreWaits();
+    private final TransferNotices<DropSession> storeWaits = new TransferNotices<>();
     private final LongAdder loadFailures = new LongAdder();
     private final LongAdder inserts = new LongAdder();
     private final LongAdder insertFailures = new LongAdder();
@@ -349,9 +349,11 @@ public final class Engine implements AutoCloseable {
 
     private DropResult loadLayerWise(RequestTokens request, DropTarget target, String transferId) {
         try (DropSession s = connector.beginDropSelect(request, target)) {
-            if (transferId != null) {
-                storeWaits.began(transferId, s);
+            // Only a move or a give-up is ever noticed, and a move needs nothing here: a held notice is a give-up.
+            if (transferId != null && storeWaits.began(transferId, s) != null) {
+                s.abandon("the proxy gave up the prefill of transfer " + transferId + " before this load began");
             }
+            String why = "its request ended";
             try {
                 for (int l = 0; l < config.layers(); l++) {
                     // Nothing to overlap with on a full hit, but a real engine would run layer l here.
@@ -359,10 +361,12 @@ public final class Engine implements AutoCloseable {
                         break;
                     }
                 }
-                return s.result();
+                DropResult r = s.result();
+                why = r.isHit() ? "its KV was loaded" : "it missed (" + r.reason() + ")";
+                return r;
             } finally {
                 if (transferId != null) {
-                    storeWaits.ended(transferId, s);
+                    storeWaits.ended(transferId, s, why);
                 }
             }
         }
@@ -466,8 +470,8 @@ public final class Engine implements AutoCloseable {
      * @return the first layer the new P writes (0 for a prefill given up), or -1 when the notice is held for a request
      *     not begun yet
      * @throws KVException {@code UNSUPPORTED} when this engine loads no KV peer to peer (nor, for a prefill given up,
-     *     layer-wise through a store); those of {@link P2pTransport#prefillMoved} and
-     *     {@link P2pTransport#prefillAbandoned}
+     *     layer-wise through a store); {@code CLOSED} naming the transfer when D's request for it has ended; those of
+     *     {@link P2pTransport#prefillMoved} and {@link P2pTransport#prefillAbandoned}
      */
     public int prefillMoved(KVTransferParams notice) {
         var abandoned = notice.unknownFields().get(P2pTransport.ABANDONED_FIELD);
@@ -477,7 +481,13 @@ public final class Engine implements AutoCloseable {
                 throw KVException.of(ErrorCode.INVALID_ARGUMENT, "a notice that the prefill was given up needs its "
                         + "transfer_id").operation("prefill abandoned").build();
             }
-            return storeWaits.givenUp(notice.transferId()) ? 0 : -1;
+            DropSession waiting = storeWaits.waitingOrHold(notice.transferId(), TransferNotices.Notice.GIVEN_UP);
+            if (waiting == null) {
+                return -1;
+            }
+            waiting.abandon("the proxy gave up the prefill of transfer " + notice.transferId() + " (every P it tried "
+                    + "failed)");
+            return 0;
         }
         if (p2p == null || !role.consumes()) {
             throw KVException.of(ErrorCode.UNSUPPORTED, "engine " + engineId + " (" + role.vllmName() + ") loads no "

@@ -26,7 +26,6 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.Collections;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -58,8 +57,8 @@ import org.slf4j.LoggerFactory;
  *   <li>When the proxy's concurrent flow retries the prefill on another P, it tells D ({@link #PREFILL_PATH},
  *       {@link #prefillMoved}): D moves its drop-select to that P ({@link P2pDropSession#moveProducer}) and sends
  *       it its destination from the next layer it awaits on, so the layers it accepted stay and the new P writes the
- *       others. A notice that comes before D's request began is held for {@link #NOTICE_HOLD_NANOS} (at most
- *       {@link #NOTICES_HELD}), and the request then asks the new P straight away. When the proxy says the prefill
+ *       others. A notice that comes before D's request began is held for {@link TransferNotices#HOLD_NANOS} (at most
+ *       {@link TransferNotices#HELD_MAX}), and the request then asks the new P straight away. When the proxy says the prefill
  *       may move ({@link #MAY_MOVE_FIELD}), an abort from P leaves D waiting for the next P, up to its layer
  *       timeout, instead of recomputing at once; when the proxy gives the prefill up ({@link #prefillAbandoned}),
  *       D recomputes at once.</li>
@@ -69,10 +68,6 @@ import org.slf4j.LoggerFactory;
  * ({@link #kvTransferConfig}, built by the connector providers): P's insert goes into both, so the store keeps the
  * prompt for prefix reuse; D takes the request in flight from P, and loads a request that names no P (such as one
  * sent to D alone) from the store.
- *
- * <p>Over 400 lines because both sides of a transfer (P's outgoing transfers and D's loads) and the proxy's notices
- * (held, moved, given up) share one view of which transfers this engine has in flight or has ended; apart, each would
- * have to look the others up.
  */
 public final class P2pTransport implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(P2pTransport.class);
@@ -90,34 +85,14 @@ public final class P2pTransport implements AutoCloseable {
     public static final String MAY_MOVE_FIELD = "kvc_prefill_may_move";
     /** The field of a notice to {@value #PREFILL_PATH} saying that the proxy gave the prefill up; true or absent. */
     public static final String ABANDONED_FIELD = "kvc_prefill_abandoned";
-    /** How long D holds a notice for a transfer whose request has not begun, in ns: 30 s. */
-    static final long NOTICE_HOLD_NANOS = 30_000_000_000L;
-    /** The most notices D holds for requests not begun; beyond, the oldest is dropped. */
-    static final int NOTICES_HELD = 1024;
-    /** Transfers D remembers having ended, to refuse a late notice for one by name. */
-    static final int ENDED_REMEMBERED = 4096;
 
     private final KVStoreConnector connector;
     private final TransferEngineConnector p2p;
     /** The composite's store connector, for loads without a P; null for P2P alone. */
     private final KVStoreConnector store;
     private final Map<String, P2pOutgoing> outgoing = new ConcurrentHashMap<>();
-    /** D: the drop-selects waiting for a P, by transfer id; with {@link #held} and {@link #ended}, under its lock. */
-    private final Map<String, P2pDropSession> incoming = new HashMap<>();
-    /** D: notices of a moved prefill that came before their request began, oldest first. */
-    private final LinkedHashMap<String, HeldNotice> held = new LinkedHashMap<>() {
-        @Override
-        protected boolean removeEldestEntry(Map.Entry<String, HeldNotice> eldest) {
-            return size() > NOTICES_HELD;
-        }
-    };
-    /** D: transfers whose request ended, with why, to answer a late notice. */
-    private final LinkedHashMap<String, String> ended = new LinkedHashMap<>() {
-        @Override
-        protected boolean removeEldestEntry(Map.Entry<String, String> eldest) {
-            return size() > ENDED_REMEMBERED;
-        }
-    };
+    /** D: the drop-selects waiting for a P, and the proxy's notices about their prefills. */
+    private final TransferNotices<P2pDropSession> incoming = new TransferNotices<>();
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
     /**
@@ -268,22 +243,15 @@ public final class P2pTransport implements AutoCloseable {
             if (mayMove(fromProxy)) {
                 drop.producerMayMove();
             }
-            HeldNotice moved;
-            synchronized (incoming) {
-                incoming.put(tid, drop);
-                moved = held.remove(tid);
-            }
+            TransferNotices.Notice moved = incoming.began(tid, drop);
             String why = "its request ended";
             try {
-                if (moved != null && System.nanoTime() - moved.expiresNanos >= 0) {
-                    moved = null;
-                }
-                if (moved != null && moved.host == null) {
+                if (moved != null && moved.givenUp()) {
                     drop.abandon("the proxy gave up the prefill before this request began");
                 } else if (moved != null) {
                     LOG.info("transfer {}: the prefill moved to {}:{} before this request began; asking it",
-                            tid, moved.host, moved.port);
-                    sendDestination(tid, moved.host, moved.port, drop.transferParams());
+                            tid, moved.host(), moved.port());
+                    sendDestination(tid, moved.host(), moved.port(), drop.transferParams());
                 } else {
                     sendDestination(tid, fromProxy.remoteHost(), fromProxy.remotePort(), drop.transferParams());
                 }
@@ -294,10 +262,7 @@ public final class P2pTransport implements AutoCloseable {
                 why = r.isHit() ? "its KV was loaded" : "it missed (" + r.reason() + ")";
                 return r;
             } finally {
-                synchronized (incoming) {
-                    incoming.remove(tid, drop);
-                    ended.put(tid, why);
-                }
+                incoming.ended(tid, drop, why);
             }
         }
     }
@@ -326,7 +291,7 @@ public final class P2pTransport implements AutoCloseable {
      * D: the proxy retried the prefill of {@code transferId} on the P at {@code host:port} (as the proxy reaches it).
      * When D's request for it waits, its drop-select moves to that P ({@link P2pDropSession#moveProducer}) and D
      * sends it its destination from the next layer it awaits on; when the request has not begun, the notice is held
-     * (for {@link #NOTICE_HOLD_NANOS}, at most {@link #NOTICES_HELD}) and the request asks that P when it begins.
+     * ({@link TransferNotices}) and the request asks that P when it begins.
      *
      * @return the first layer the new P writes, or -1 when the notice is held
      * @throws KVException {@code INVALID_ARGUMENT} for a missing transfer id or host, or a port outside 1..65535;
@@ -340,7 +305,7 @@ public final class P2pTransport implements AutoCloseable {
                     + "remote_port (1..65535); got transfer " + transferId + " at " + host + ":" + port)
                     .operation("p2p prefill moved").key(transferId).build();
         }
-        P2pDropSession drop = waitingOrHold(transferId, host, port);
+        P2pDropSession drop = waitingOrHold(transferId, new TransferNotices.Notice(host, port));
         if (drop == null) {
             return -1;
         }
@@ -365,7 +330,7 @@ public final class P2pTransport implements AutoCloseable {
             throw KVException.of(ErrorCode.INVALID_ARGUMENT, "a notice that the prefill was given up needs its "
                     + "transfer_id").operation("p2p prefill abandoned").build();
         }
-        P2pDropSession drop = waitingOrHold(transferId, null, 0);
+        P2pDropSession drop = waitingOrHold(transferId, TransferNotices.Notice.GIVEN_UP);
         if (drop == null) {
             return false;
         }
@@ -378,37 +343,14 @@ public final class P2pTransport implements AutoCloseable {
         return true;
     }
 
-    /**
-     * The drop-select waiting for {@code transferId}, or null after holding the notice ({@code host} null: the
-     * prefill was given up) for a request not begun.
-     *
-     * @throws KVException {@code CLOSED} naming the transfer when its request has ended
-     */
-    private P2pDropSession waitingOrHold(String transferId, String host, int port) {
-        synchronized (incoming) {
-            P2pDropSession drop = incoming.get(transferId);
-            if (drop != null) {
-                return drop;
-            }
-            String why = ended.get(transferId);
-            if (why != null) {
-                throw KVException.of(ErrorCode.CLOSED, "transfer " + transferId + ": D's request for it has ended ("
-                        + why + "); the notice that its prefill " + (host == null ? "was given up"
-                        : "moved to " + host + ":" + port) + " comes too late")
-                        .operation("p2p prefill notice").key(transferId).build();
-            }
-            long now = System.nanoTime();
-            held.values().removeIf(h -> now - h.expiresNanos >= 0);
-            held.put(transferId, new HeldNotice(host, port, now + NOTICE_HOLD_NANOS));
-            LOG.info("transfer {}: the prefill {} before D's request began; held for {} s", transferId,
-                    host == null ? "was given up" : "moved to " + host + ":" + port,
-                    TimeUnit.NANOSECONDS.toSeconds(NOTICE_HOLD_NANOS));
-            return null;
+    /** {@link TransferNotices#waitingOrHold}, logging a notice it holds. */
+    private P2pDropSession waitingOrHold(String transferId, TransferNotices.Notice notice) {
+        P2pDropSession drop = incoming.waitingOrHold(transferId, notice);
+        if (drop == null) {
+            LOG.info("transfer {}: the prefill {} before D's request began; held for {} s", transferId, notice,
+                    TimeUnit.NANOSECONDS.toSeconds(TransferNotices.HOLD_NANOS));
         }
-    }
-
-    /** A notice for a request not begun yet: where the prefill moved, or ({@code host} null) that it was given up. */
-    private record HeldNotice(String host, int port, long expiresNanos) {
+        return drop;
     }
 
     /** Drops every transfer not yet written (freeing what the engine is done with), then closes the connector. */
