@@ -26,10 +26,6 @@ record P2pMessage(Kind kind, String sender, long a, long b, long c, String text,
     /** What a message says. */
     enum Kind { LAYER, HIDDEN, COMMIT, ABORT, CANCEL }
 
-    static String layer(String sender, int layer, long bytes, int sum) {
-        return layer(new StringBuilder(), 0, sender, layer, bytes, sum).toString();
-    }
-
     /** A layer message of {@code generation} written into {@code out} (emptied first), allocating nothing. */
     static StringBuilder layer(StringBuilder out, int generation, String sender, int layer, long bytes, int sum) {
         out.setLength(0);
@@ -45,16 +41,8 @@ record P2pMessage(Kind kind, String sender, long a, long b, long c, String text,
         return PREFIX + kind('H', generation) + sender + " " + bytes + " " + Integer.toUnsignedString(sum);
     }
 
-    static String commit(String sender, int layers) {
-        return commit(0, sender, layers);
-    }
-
     static String commit(int generation, String sender, int layers) {
         return PREFIX + kind('C', generation) + sender + " " + layers;
-    }
-
-    static String abort(String sender, String reason) {
-        return abort(0, sender, reason);
     }
 
     static String abort(int generation, String sender, String reason) {

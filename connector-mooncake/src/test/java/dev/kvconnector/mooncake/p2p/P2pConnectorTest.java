@@ -242,7 +242,7 @@ class P2pConnectorTest {
         try (P2pDropSession drop = d.beginDropSelect(request(tid), DropTarget.paged(dCache, dBlocks));
              TransferEngine raw = target.open()) {
             raw.notify(raw.openSegment(d.engine().segmentName()), tid,
-                    P2pMessage.layer(raw.segmentName(), 0, 4096, 0));
+                    P2pTestMessages.layer(raw.segmentName(), 0, 4096, 0));
             assertFalse(drop.awaitLayer(0));
             DropResult r = drop.result();
             assertEquals(MissReason.CORRUPT, r.reason());
@@ -260,7 +260,7 @@ class P2pConnectorTest {
         try (P2pDropSession drop = d.beginDropSelect(request(tid), DropTarget.paged(dCache, dBlocks));
              TransferEngine raw = target.open()) {
             raw.notify(raw.openSegment(d.engine().segmentName()), tid,
-                    P2pMessage.layer(raw.segmentName(), 0, P2pKv.LAYOUT.layerBytes(TOKENS), 12345));
+                    P2pTestMessages.layer(raw.segmentName(), 0, P2pKv.LAYOUT.layerBytes(TOKENS), 12345));
             assertFalse(drop.awaitLayer(0), "announced but never written: a half-written layer");
             DropResult r = drop.result();
             assertEquals(MissReason.CORRUPT, r.reason());
@@ -274,12 +274,12 @@ class P2pConnectorTest {
         try (P2pDropSession drop = d.beginDropSelect(request(tid), DropTarget.paged(dCache, dBlocks));
              TransferEngine raw = target.open()) {
             var dSegment = raw.openSegment(d.engine().segmentName());
-            raw.notify(dSegment, tid, P2pMessage.layer(raw.segmentName(), 0, P2pKv.LAYOUT.layerBytes(TOKENS), 7));
+            raw.notify(dSegment, tid, P2pTestMessages.layer(raw.segmentName(), 0, P2pKv.LAYOUT.layerBytes(TOKENS), 7));
             assertFalse(drop.awaitLayer(0));
             long start = System.nanoTime();
             Thread.ofPlatform().start(() -> {
                 java.util.concurrent.locks.LockSupport.parkNanos(300_000_000L);
-                raw.notify(dSegment, tid, P2pMessage.abort(raw.segmentName(), "stopped as D asked"));
+                raw.notify(dSegment, tid, P2pMessage.abort(0, raw.segmentName(), "stopped as D asked"));
             });
             DropResult r = drop.result();
             long ms = (System.nanoTime() - start) / 1_000_000;
@@ -302,7 +302,7 @@ class P2pConnectorTest {
         assertEquals(MissReason.TIMED_OUT, drop.result().reason());
         try (TransferEngine raw = target.open()) {
             raw.notify(raw.openSegment(d.engine().segmentName()), tid,
-                    P2pMessage.layer(raw.segmentName(), 0, P2pKv.LAYOUT.layerBytes(TOKENS), 1));
+                    P2pTestMessages.layer(raw.segmentName(), 0, P2pKv.LAYOUT.layerBytes(TOKENS), 1));
             waitFor(() -> d.staleNotifications() == 1);
         }
         assertTrue(dErrors.stream().anyMatch(s -> s.contains(tid) && s.contains("no longer waits")),
@@ -316,7 +316,7 @@ class P2pConnectorTest {
     @Test
     void aNotificationForAnUnknownRequestIsIgnoredAndReported() throws Exception {
         try (TransferEngine raw = target.open()) {
-            raw.notify(raw.openSegment(d.engine().segmentName()), "never-begun", P2pMessage.commit(raw.segmentName(),
+            raw.notify(raw.openSegment(d.engine().segmentName()), "never-begun", P2pMessage.commit(0, raw.segmentName(),
                     4));
             raw.notify(raw.openSegment(d.engine().segmentName()), "junk", "hello");
             waitFor(() -> d.unknownNotifications() == 2);

@@ -8,7 +8,7 @@ import org.junit.jupiter.api.Test;
 class P2pMessageTest {
     @Test
     void everyKindCarriesItsGenerationAndGenerationZeroKeepsTheFirstFormat() {
-        assertEquals("kvc-p2p/1 L p:1 3 4096 4294967295", P2pMessage.layer("p:1", 3, 4096, -1));
+        assertEquals("kvc-p2p/1 L p:1 3 4096 4294967295", P2pTestMessages.layer("p:1", 3, 4096, -1));
         String layer = P2pMessage.layer(new StringBuilder(), 2, "p:1", 3, 4096, -1).toString();
         assertEquals("kvc-p2p/1 L@2 p:1 3 4096 4294967295", layer);
 
@@ -18,7 +18,7 @@ class P2pMessageTest {
         assertEquals(3, m.a());
         assertEquals(4096, m.b());
         assertEquals(-1, m.sum());
-        assertEquals(0, P2pMessage.parse(P2pMessage.layer("p:1", 3, 4096, 7)).generation());
+        assertEquals(0, P2pMessage.parse(P2pTestMessages.layer("p:1", 3, 4096, 7)).generation());
 
         P2pMessage h = P2pMessage.parse(P2pMessage.hidden(7, "p:1", 64, 9));
         assertEquals(P2pMessage.Kind.HIDDEN, h.kind());

@@ -162,8 +162,8 @@ class P2pProducerMoveTest {
             String oldSender = oldP.engine().segmentName();
 
             // The old P's late layer 1 (a sum that would never match) and its abort, as if it wrote on after the move.
-            raw.notify(dSegment, tid, P2pMessage.layer(oldSender, 1, P2pKv.LAYOUT.layerBytes(TOKENS), 12345));
-            raw.notify(dSegment, tid, P2pMessage.abort(oldSender, "late"));
+            raw.notify(dSegment, tid, P2pTestMessages.layer(oldSender, 1, P2pKv.LAYOUT.layerBytes(TOKENS), 12345));
+            raw.notify(dSegment, tid, P2pMessage.abort(0, oldSender, "late"));
             waitFor(() -> d.staleNotifications() == 2);
             insertAll(newP, newCache, tid, drop.transferParams(from));
 
@@ -211,7 +211,7 @@ class P2pProducerMoveTest {
             old.putLayer(0, oldCache, pBlocks);
             old.abort();
             // Sent after the abort on the same connection: refused once the abort retired the old P.
-            oldP.engine().notify(oldP.segment(d.engine().segmentName()), tid, P2pMessage.layer(
+            oldP.engine().notify(oldP.segment(d.engine().segmentName()), tid, P2pTestMessages.layer(
                     oldP.engine().segmentName(), 1, P2pKv.LAYOUT.layerBytes(TOKENS), 1));
             waitFor(() -> d.staleNotifications() == 1);
             assertTrue(drop.awaitLayer(0), "a layer that landed before the abort is whole");
