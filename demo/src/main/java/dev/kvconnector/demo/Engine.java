@@ -297,10 +297,9 @@ public final class Engine implements AutoCloseable {
      */
     private Prefill load(RequestTokens request, BlockTable table, String transferId, KVTransferParams params) {
         int tokens = request.totalTokens();
-        var abandoned = params == null ? null : params.unknownFields().get(P2pTransport.ABANDONED_FIELD);
-        // The proxy found no P for this request: no producer will write it, so a load waits for none and reads what
-        // the store has committed (an earlier request's prefix).
-        boolean waitForProducer = layerWise && (abandoned == null || !abandoned.asBoolean(false));
+        // Given up: the proxy found no P for this request, so no producer will write it; a load waits for none and
+        // reads what the store has committed (an earlier request's prefix).
+        boolean waitForProducer = layerWise && !P2pTransport.givenUp(params);
         int h = config.hiddenSize();
         long hiddenBytes = (long) tokens * h * Float.BYTES;
         MemorySegment hidden = hiddenStates ? hiddenPool.acquire(hiddenBytes) : null;
@@ -474,8 +473,7 @@ public final class Engine implements AutoCloseable {
      *     {@link P2pTransport#prefillMoved} and {@link P2pTransport#prefillAbandoned}
      */
     public int prefillMoved(KVTransferParams notice) {
-        var abandoned = notice.unknownFields().get(P2pTransport.ABANDONED_FIELD);
-        boolean givenUp = abandoned != null && abandoned.asBoolean(false);
+        boolean givenUp = P2pTransport.givenUp(notice);
         if (givenUp && loadsLayerWiseThroughStore()) {
             if (notice.transferId() == null || notice.transferId().isEmpty()) {
                 throw KVException.of(ErrorCode.INVALID_ARGUMENT, "a notice that the prefill was given up needs its "

@@ -250,8 +250,7 @@ public final class EngineServer implements AutoCloseable {
                 error(ex, 400, "the body must name transfer_id, remote_host and remote_port: " + e.getMessage());
                 return;
             }
-            if (engine.loadsLayerWiseThroughStore()
-                    && !notice.unknownFields().containsKey(P2pTransport.ABANDONED_FIELD)) {
+            if (engine.loadsLayerWiseThroughStore() && !P2pTransport.givenUp(notice)) {
                 json(ex, 200, JSON.createObjectNode().put("transfer_id", notice.transferId()).put("state",
                         "loads through the store: a retried prefill writes there under the same transfer id; "
                                 + "nothing to move"));
@@ -262,7 +261,7 @@ public final class EngineServer implements AutoCloseable {
                 ObjectNode answer = JSON.createObjectNode().put("transfer_id", notice.transferId());
                 if (from < 0) {
                     answer.put("state", "held until D's request for it begins");
-                } else if (notice.unknownFields().containsKey(P2pTransport.ABANDONED_FIELD)) {
+                } else if (P2pTransport.givenUp(notice)) {
                     answer.put("state", "the prefill was given up: D recomputes");
                 } else {
                     answer.put("from_layer", from);

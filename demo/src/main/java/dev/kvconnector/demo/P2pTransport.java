@@ -268,7 +268,16 @@ public final class P2pTransport implements AutoCloseable {
     }
 
     private static boolean mayMove(KVTransferParams params) {
-        var f = params.unknownFields().get(MAY_MOVE_FIELD);
+        return flag(params, MAY_MOVE_FIELD);
+    }
+
+    /** Whether {@code params} (D's request's, or a notice) say that the proxy gave the prefill up. */
+    static boolean givenUp(KVTransferParams params) {
+        return params != null && flag(params, ABANDONED_FIELD);
+    }
+
+    private static boolean flag(KVTransferParams params, String field) {
+        var f = params.unknownFields().get(field);
         return f != null && f.asBoolean(false);
     }
 
