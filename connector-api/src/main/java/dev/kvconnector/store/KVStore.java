@@ -18,6 +18,12 @@ import java.util.Set;
  * reader reads the stored bytes in place through {@link #tryView} until {@link StoreView#release()}. Callers choose
  * these paths by {@link #capabilities()}, never by the store's class, and fall back to {@link #put} and
  * {@link #getInto} otherwise.
+ *
+ * <p>Keys come as {@code String}s or, on the connector's per-request path, as {@link StoreKey}s: the same key's UTF-8
+ * bytes in a buffer the caller refills, so that a request of new content builds no string. By default a
+ * {@code StoreKey} method turns the key into its string and calls the {@code String} method (one string per call); a
+ * store that indexes or sends keys as bytes overrides them to allocate nothing. Both forms of a key name the same
+ * object.
  */
 public interface KVStore extends AutoCloseable {
 
@@ -34,12 +40,22 @@ public interface KVStore extends AutoCloseable {
      */
     boolean put(String key, MemorySegment value, PutOptions options);
 
+    /** {@link #put(String, MemorySegment, PutOptions)} under the key {@code key} holds. */
+    default boolean put(StoreKey key, MemorySegment value, PutOptions options) {
+        return put(key.toString(), value, options);
+    }
+
     /**
      * Copies the object into {@code dst} (from offset 0).
      *
      * @return a {@link GetResult} code: bytes copied, a miss, or too-small with the object's size
      */
     long getInto(String key, MemorySegment dst);
+
+    /** {@link #getInto(String, MemorySegment)} under the key {@code key} holds. */
+    default long getInto(StoreKey key, MemorySegment dst) {
+        return getInto(key.toString(), dst);
+    }
 
     /** The object's size in bytes, or -1 when absent. */
     long size(String key);
@@ -83,6 +99,11 @@ public interface KVStore extends AutoCloseable {
         throw unsupported(StoreCapability.CLAIM, "tryClaim");
     }
 
+    /** {@link #tryClaim(String, long, PutOptions, StoreClaim)} under the key {@code key} holds. */
+    default int tryClaim(StoreKey key, long bytes, PutOptions options, StoreClaim claim) {
+        return tryClaim(key.toString(), bytes, options, claim);
+    }
+
     /**
      * A handle for {@link #tryView}, to be reused for read after read by one consumer thread.
      *
@@ -106,6 +127,11 @@ public interface KVStore extends AutoCloseable {
         throw unsupported(StoreCapability.VIEW, "tryView");
     }
 
+    /** {@link #tryView(String, StoreView)} under the key {@code key} holds. */
+    default long tryView(StoreKey key, StoreView view) {
+        return tryView(key.toString(), view);
+    }
+
     private KVException unsupported(StoreCapability capability, String operation) {
         return KVException.of(ErrorCode.UNSUPPORTED, "this store does not declare " + capability).store(uri())
                 .operation(operation).hint("check store.capabilities() before taking the " + capability
@@ -122,11 +148,21 @@ public interface KVStore extends AutoCloseable {
         }
     }
 
+    /** {@link #putBatch(String[], MemorySegment[], int, PutOptions, boolean[])} under the keys {@code keys} hold. */
+    default void putBatch(StoreKey[] keys, MemorySegment[] values, int count, PutOptions options, boolean[] stored) {
+        putBatch(strings(keys, count), values, count, options, stored);
+    }
+
     /** Gets {@code count} objects; {@code results[i]} receives each {@link GetResult} code. */
     default void getIntoBatch(String[] keys, MemorySegment[] dsts, int count, long[] results) {
         for (int i = 0; i < count; i++) {
             results[i] = getInto(keys[i], dsts[i]);
         }
+    }
+
+    /** {@link #getIntoBatch(String[], MemorySegment[], int, long[])} under the keys {@code keys} hold. */
+    default void getIntoBatch(StoreKey[] keys, MemorySegment[] dsts, int count, long[] results) {
+        getIntoBatch(strings(keys, count), dsts, count, results);
     }
 
     /**
@@ -150,6 +186,11 @@ public interface KVStore extends AutoCloseable {
         throw unsupported(StoreCapability.PIPELINED_READ, "sendGetIntoBatch");
     }
 
+    /** {@link #sendGetIntoBatch(String[], MemorySegment[], int, StoreRead)} under the keys {@code keys} hold. */
+    default void sendGetIntoBatch(StoreKey[] keys, MemorySegment[] dsts, int count, StoreRead read) {
+        sendGetIntoBatch(strings(keys, count), dsts, count, read);
+    }
+
     /** Removes {@code count} keys; returns how many existed. */
     default int removeBatch(String[] keys, int count) {
         int n = 0;
@@ -171,6 +212,19 @@ public interface KVStore extends AutoCloseable {
      */
     default int removeConsumed(String[] keys, int count) {
         return removeBatch(keys, count);
+    }
+
+    /** {@link #removeConsumed(String[], int)} of the keys {@code keys} hold. */
+    default int removeConsumed(StoreKey[] keys, int count) {
+        return removeConsumed(strings(keys, count), count);
+    }
+
+    private static String[] strings(StoreKey[] keys, int count) {
+        String[] strings = new String[count];
+        for (int i = 0; i < count; i++) {
+            strings[i] = keys[i].toString();
+        }
+        return strings;
     }
 
     /**
