@@ -40,6 +40,6 @@ public abstract class ChunkObjectPlan implements ObjectPlan {
     /** The chunk's one object, whatever the layer. */
     @Override
     public final String layerKey(int chunk, int layer) {
-        return chunks[chunk].layerKeys()[0];
+        return chunks[chunk].layerKey(0);
     }
 }

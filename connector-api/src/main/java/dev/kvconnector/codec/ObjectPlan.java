@@ -1,6 +1,7 @@
 package dev.kvconnector.codec;
 
 import dev.kvconnector.key.KeyPlan;
+import dev.kvconnector.store.StoreKey;
 import dev.kvconnector.tensor.DType;
 import java.lang.foreign.MemorySegment;
 
@@ -27,6 +28,14 @@ public interface ObjectPlan {
 
     /** Key of the object that holds layer {@code layer} of chunk {@code chunk}. */
     String layerKey(int chunk, int layer);
+
+    /**
+     * Writes {@link #layerKey(int, int)} into {@code into} and returns it. By default through the key's string;
+     * a plan whose keys are derived from the chunks' hashes writes them without allocating.
+     */
+    default StoreKey layerKey(int chunk, int layer, StoreKey into) {
+        return into.set(layerKey(chunk, layer));
+    }
 
     /** Size of that object (for {@link Completion#PER_CHUNK}, the whole chunk object with every layer). */
     long layerObjectBytes(int chunk, int layer);
@@ -83,6 +92,14 @@ public interface ObjectPlan {
 
     /** Key of chunk {@code chunk}'s hidden-state object, or null when the format keeps none. */
     String hiddenKey(int chunk);
+
+    /**
+     * Writes {@link #hiddenKey(int)}, which must exist, into {@code into} and returns it, as
+     * {@link #layerKey(int, int, StoreKey)} does.
+     */
+    default StoreKey hiddenKey(int chunk, StoreKey into) {
+        return into.set(hiddenKey(chunk));
+    }
 
     /** Size of chunk {@code chunk}'s hidden-state object for hidden states of {@code dtype}. */
     long hiddenObjectBytes(int chunk, DType dtype);

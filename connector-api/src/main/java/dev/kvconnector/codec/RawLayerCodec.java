@@ -4,6 +4,7 @@ import dev.kvconnector.key.ChunkKeys;
 import dev.kvconnector.key.Granularity;
 import dev.kvconnector.key.KeyPlan;
 import dev.kvconnector.layout.KVLayout;
+import dev.kvconnector.store.StoreKey;
 import dev.kvconnector.tensor.DType;
 import dev.kvconnector.tensor.TensorSpec;
 import java.lang.foreign.MemorySegment;
@@ -90,7 +91,12 @@ public final class RawLayerCodec implements ObjectCodec {
 
         @Override
         public String layerKey(int chunk, int layer) {
-            return chunks[chunk].layerKeys()[layer];
+            return chunks[chunk].layerKey(layer);
+        }
+
+        @Override
+        public StoreKey layerKey(int chunk, int layer, StoreKey into) {
+            return chunks[chunk].layerKey(layer, into);
         }
 
         @Override
@@ -147,6 +153,11 @@ public final class RawLayerCodec implements ObjectCodec {
         @Override
         public String hiddenKey(int chunk) {
             return chunks[chunk].hiddenKey();
+        }
+
+        @Override
+        public StoreKey hiddenKey(int chunk, StoreKey into) {
+            return chunks[chunk].hiddenKey(into);
         }
 
         @Override

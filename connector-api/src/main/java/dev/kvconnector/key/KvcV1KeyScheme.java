@@ -5,11 +5,11 @@ import dev.kvconnector.error.KVException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
+import dev.kvconnector.store.StoreKey;
+import java.security.DigestException;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
-import java.util.ArrayList;
-import java.util.HexFormat;
-import java.util.List;
+import java.util.Arrays;
 import java.util.Objects;
 
 /**
@@ -40,7 +40,7 @@ public final class KvcV1KeyScheme implements KeyScheme {
     /** Every key of this scheme starts with this prefix. */
     public static final String KEY_PREFIX = "kvc1:";
 
-    private static final HexFormat HEX = HexFormat.of();
+    private static final int HASH_BYTES = 32;
     /** Fixed apart from {@link #NAME} so that renaming the scheme can never change its keys. */
     private static final String SEED_LABEL = "kvc-v1";
     private static final byte SEPARATOR = 0x00;
@@ -92,12 +92,12 @@ public final class KvcV1KeyScheme implements KeyScheme {
         String namespace = request.namespace() == null ? "" : request.namespace();
         requireNoNul("model id", context.modelId());
         requireNoNul("namespace", namespace);
-        MessageDigest sha = sha256();
-        byte[] previous = sha.digest(seedText(context, namespace).getBytes(StandardCharsets.UTF_8));
+        Hasher hasher = Hasher.CURRENT.get();
+        byte[] seed = hasher.seed(context, namespace);
         int layers = context.layout().numLayers();
         return request.hasTokens()
-                ? planFromTokens(sha, previous, context.chunkTokens(), layers, request)
-                : planFromEngineHashes(sha, previous, layers, request);
+                ? planFromTokens(hasher, seed, context.chunkTokens(), layers, request)
+                : planFromEngineHashes(hasher, seed, layers, request);
     }
 
     /**
@@ -122,63 +122,74 @@ public final class KvcV1KeyScheme implements KeyScheme {
             throw KVException.of(ErrorCode.INVALID_ARGUMENT, "planFromRoot needs a 32-byte root, chunkTokens >= 1 ("
                     + chunkTokens + ") and token ids").operation("plan").build();
         }
-        return planFromTokens(sha256(), root, chunkTokens, layers, request);
+        return planFromTokens(Hasher.CURRENT.get(), root, chunkTokens, layers, request);
     }
 
-    private static KeyPlan planFromTokens(MessageDigest sha, byte[] seed, int chunkTokens, int layers,
+    private static KeyPlan planFromTokens(Hasher hasher, byte[] seed, int chunkTokens, int layers,
                                           RequestTokens request) {
         int total = request.totalTokens();
-        List<ChunkKeys> chunks = new ArrayList<>(total / chunkTokens + 1);
-        ByteBuffer body = ByteBuffer.allocate(1 + Integer.BYTES + Integer.BYTES * Math.min(chunkTokens, total))
-                .order(ByteOrder.LITTLE_ENDIAN);
-        byte[] previous = seed;
-        int stop;
-        for (int start = 0, index = 0; start < total; start = stop, index++) {
-            stop = (int) Math.min((long) start + chunkTokens, total);
+        int count = (int) ((total + (long) chunkTokens - 1) / chunkTokens);
+        byte[] hashes = new byte[count * HASH_BYTES];
+        ChunkKeys[] chunks = new ChunkKeys[count];
+        ByteBuffer body = hasher.body(1 + Integer.BYTES + Integer.BYTES * Math.min(chunkTokens, total));
+        MessageDigest sha = hasher.sha;
+        sha.reset();
+        for (int index = 0; index < count; index++) {
+            int start = index * chunkTokens;
+            int stop = (int) Math.min((long) start + chunkTokens, total);
             body.clear();
             body.put(TOKEN_MODE).putInt(stop - start);
             for (int t = start; t < stop; t++) {
                 body.putInt(request.token(t));
             }
             body.flip();
-            sha.update(previous);
+            chain(sha, seed, hashes, index);
             sha.update(body);
-            previous = sha.digest();
-            chunks.add(chunk(index, start, stop, previous, layers));
+            digest(sha, hashes, index);
+            chunks[index] = ChunkKeys.tagged(index, start, stop, KEY_PREFIX, hashes, index * HASH_BYTES, layers);
         }
-        return new KeyPlan(NAME, Granularity.CHUNK_LAYER, chunks);
+        return new KeyPlan(NAME, Granularity.CHUNK_LAYER, Arrays.asList(chunks));
     }
 
-    private static KeyPlan planFromEngineHashes(MessageDigest sha, byte[] seed, int layers, RequestTokens request) {
+    private static KeyPlan planFromEngineHashes(Hasher hasher, byte[] seed, int layers, RequestTokens request) {
         String[] hashes = request.chunkHashes();
         int chunkTokens = request.chunkHashTokens();
         int total = request.totalTokens();
-        List<ChunkKeys> chunks = new ArrayList<>(hashes.length);
-        byte[] previous = seed;
+        byte[] chained = new byte[hashes.length * HASH_BYTES];
+        ChunkKeys[] chunks = new ChunkKeys[hashes.length];
+        MessageDigest sha = hasher.sha;
+        sha.reset();
         for (int i = 0; i < hashes.length; i++) {
             if (hashes[i] == null) {
                 throw KVException.of(ErrorCode.INVALID_ARGUMENT, "engine chunk hash " + i + " of " + hashes.length
                         + " is null").operation("plan").hint("the engine must supply a hash for every chunk").build();
             }
-            sha.update(previous);
+            chain(sha, seed, chained, i);
             sha.update(ENGINE_HASH_MODE);
             sha.update(hashes[i].getBytes(StandardCharsets.UTF_8));
-            previous = sha.digest();
+            digest(sha, chained, i);
             int start = i * chunkTokens;
             int stop = (int) Math.min((long) start + chunkTokens, total);
-            chunks.add(chunk(i, start, stop, previous, layers));
+            chunks[i] = ChunkKeys.tagged(i, start, stop, KEY_PREFIX, chained, i * HASH_BYTES, layers);
         }
-        return new KeyPlan(NAME, Granularity.CHUNK_LAYER, chunks);
+        return new KeyPlan(NAME, Granularity.CHUNK_LAYER, Arrays.asList(chunks));
     }
 
-    private static ChunkKeys chunk(int index, int start, int stop, byte[] hash, int layers) {
-        String hex = HEX.formatHex(hash);
-        String tagged = KEY_PREFIX + "{" + hex + "}:";
-        String[] layerKeys = new String[layers];
-        for (int layer = 0; layer < layers; layer++) {
-            layerKeys[layer] = tagged + "L" + layer;
+    /** Feeds chunk {@code index}'s parent hash, the seed for chunk 0, into {@code sha}. */
+    private static void chain(MessageDigest sha, byte[] seed, byte[] hashes, int index) {
+        if (index == 0) {
+            sha.update(seed);
+        } else {
+            sha.update(hashes, (index - 1) * HASH_BYTES, HASH_BYTES);
         }
-        return new ChunkKeys(index, start, stop, hex, layerKeys, tagged + "H", tagged + "M");
+    }
+
+    private static void digest(MessageDigest sha, byte[] hashes, int index) {
+        try {
+            sha.digest(hashes, index * HASH_BYTES, HASH_BYTES);
+        } catch (DigestException e) {
+            throw new IllegalStateException("a SHA-256 digest is 32 bytes", e);
+        }
     }
 
     private static String seedText(KeyContext context, String namespace) {
@@ -192,6 +203,53 @@ public final class KvcV1KeyScheme implements KeyScheme {
             throw KVException.of(ErrorCode.INVALID_ARGUMENT, "kvc-v1 keys cannot bind a " + what
                     + " that contains U+0000").operation("plan")
                     .hint("the seed separates its fields with NUL; remove the NUL character from the " + what).build();
+        }
+    }
+
+    /**
+     * One thread's hashing state, reused plan after plan so that planning allocates only the plan: the digest, the
+     * buffer a chunk's tokens are laid out in, and the seed's text up to the namespace for the context seen last.
+     */
+    private static final class Hasher {
+        static final ThreadLocal<Hasher> CURRENT = ThreadLocal.withInitial(Hasher::new);
+
+        final MessageDigest sha = sha256();
+        final byte[] seed = new byte[HASH_BYTES];
+        private final StoreKey namespaceBytes = new StoreKey();
+        private byte[] namespaceCopy = new byte[64];
+        private ByteBuffer body = ByteBuffer.allocate(0);
+        private KeyContext context;
+        private byte[] contextText;
+
+        /** {@link #rootHash}'s value, in this hasher's own array (valid until its next use). */
+        byte[] seed(KeyContext context, String namespace) {
+            if (context != this.context) {
+                String text = seedText(context, "");
+                this.contextText = text.getBytes(StandardCharsets.UTF_8);
+                this.context = context;
+            }
+            sha.reset();
+            namespaceBytes.set(namespace);
+            if (namespaceBytes.length() > namespaceCopy.length) {
+                namespaceCopy = new byte[namespaceBytes.length()];
+            }
+            namespaceBytes.copyTo(namespaceCopy, 0);
+            sha.update(contextText);
+            sha.update(namespaceCopy, 0, namespaceBytes.length());
+            try {
+                sha.digest(seed, 0, HASH_BYTES);
+            } catch (DigestException e) {
+                throw new IllegalStateException("a SHA-256 digest is 32 bytes", e);
+            }
+            return seed;
+        }
+
+        /** A little-endian buffer of at least {@code bytes} bytes. */
+        ByteBuffer body(int bytes) {
+            if (body.capacity() < bytes) {
+                body = ByteBuffer.allocate(bytes).order(ByteOrder.LITTLE_ENDIAN);
+            }
+            return body;
         }
     }
 

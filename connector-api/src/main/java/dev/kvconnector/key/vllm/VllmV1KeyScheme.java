@@ -166,7 +166,7 @@ public final class VllmV1KeyScheme implements KeyScheme {
     /** {@link #lookupKeys} but this rank's own key. */
     @Override
     public List<String> peerLookupKeys(KeyContext context, ChunkKeys chunk) {
-        String own = chunk.layerKeys()[0];
+        String own = chunk.layerKey(0);
         return lookupKeys(context, chunk.hashHex()).stream().filter(k -> !k.equals(own)).toList();
     }
 
