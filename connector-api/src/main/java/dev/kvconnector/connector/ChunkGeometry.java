@@ -5,6 +5,7 @@ import dev.kvconnector.codec.RawTensorFormat;
 import dev.kvconnector.key.ChunkKeys;
 import dev.kvconnector.key.KeyPlan;
 import dev.kvconnector.layout.KVLayout;
+import dev.kvconnector.store.StoreKey;
 import dev.kvconnector.tensor.DType;
 import dev.kvconnector.tensor.TensorSpec;
 
@@ -27,8 +28,6 @@ public final class ChunkGeometry {
     final long layerStagingBytes;
     /** Bytes of one layer's objects of every chunk, without alignment gaps. */
     final long layerBytes;
-    /** {@code layerKeys[layer][chunk]}: the keys of each layer's objects, planned once per request. */
-    final String[][] layerKeys;
     final long tokenBytes;
     final int tensors;
 
@@ -50,11 +49,12 @@ public final class ChunkGeometry {
         }
         this.layerStagingBytes = off;
         this.layerBytes = bytes;
-        this.layerKeys = new String[layout.numLayers()][chunks.length];
-        for (int l = 0; l < layerKeys.length; l++) {
-            for (int c = 0; c < chunks.length; c++) {
-                layerKeys[l][c] = objects.layerKey(c, l);
-            }
+    }
+
+    /** Writes the keys of layer {@code layer}'s objects of the first {@code count} chunks into {@code into}. */
+    void layerKeys(int layer, StoreKey[] into, int count) {
+        for (int c = 0; c < count; c++) {
+            objects.layerKey(c, layer, into[c]);
         }
     }
 

@@ -7,6 +7,7 @@ import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
 import dev.kvconnector.key.ChunkKeys;
 import dev.kvconnector.store.GetResult;
+import dev.kvconnector.store.StoreKey;
 import java.lang.foreign.MemorySegment;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -83,11 +84,11 @@ final class ChunkObjectDropSession extends StoreDropBase {
     }
 
     private Outcome readChunks(MemorySegment staging, int chunks) {
-        String[] keys = new String[chunks];
-        MemorySegment[] dsts = new MemorySegment[chunks];
-        long[] results = new long[chunks];
+        StoreKey[] keys = scratch.keys;
+        MemorySegment[] dsts = scratch.segments;
+        long[] results = scratch.results;
         for (int c = 0; c < chunks; c++) {
-            keys[c] = objects.layerKey(c, 0);
+            objects.layerKey(c, 0, keys[c]);
             dsts[c] = staging.asSlice(geo.layerOffsets[c], geo.layerObjectBytes[c]);
         }
         String[] corrupt = new String[chunks];
@@ -97,7 +98,7 @@ final class ChunkObjectDropSession extends StoreDropBase {
             if (e.code() != ErrorCode.CORRUPT_OBJECT) {
                 throw e;
             }
-            readOneByOne(keys, dsts, results, corrupt);
+            readOneByOne(keys, dsts, results, corrupt, chunks);
         }
         for (int c = 0; c < chunks; c++) {
             long r = results[c];
@@ -122,8 +123,8 @@ final class ChunkObjectDropSession extends StoreDropBase {
     }
 
     /** After a batch that a store refused as corrupt: each key alone, so that the chunks before the bad one load. */
-    private void readOneByOne(String[] keys, MemorySegment[] dsts, long[] results, String[] corrupt) {
-        for (int c = 0; c < keys.length; c++) {
+    private void readOneByOne(StoreKey[] keys, MemorySegment[] dsts, long[] results, String[] corrupt, int chunks) {
+        for (int c = 0; c < chunks; c++) {
             try {
                 results[c] = store.getInto(keys[c], dsts[c]);
             } catch (KVException e) {
@@ -136,7 +137,7 @@ final class ChunkObjectDropSession extends StoreDropBase {
         }
     }
 
-    private DropResult check(int c, String key, MemorySegment dst, long r) {
+    private DropResult check(int c, StoreKey key, MemorySegment dst, long r) {
         ChunkKeys ck = geo.chunks[c];
         String what = "chunk object " + key + " (tokens [" + ck.startToken() + ", " + ck.endToken() + "))";
         if (GetResult.isMiss(r)) {
@@ -199,12 +200,12 @@ final class ChunkObjectDropSession extends StoreDropBase {
     }
 
     private void consume(int chunks) {
-        String[] keys = new String[2 * chunks];
+        StoreKey[] keys = scratch.keys;
         int k = 0;
         for (int c = 0; c < chunks; c++) {
-            keys[k++] = objects.layerKey(c, 0);
+            objects.layerKey(c, 0, keys[k++]);
             if (objects.hiddenKey(c) != null) {
-                keys[k++] = objects.hiddenKey(c);
+                objects.hiddenKey(c, keys[k++]);
             }
         }
         consume(keys, k, chunks);

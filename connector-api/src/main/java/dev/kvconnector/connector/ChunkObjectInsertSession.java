@@ -192,7 +192,7 @@ final class ChunkObjectInsertSession extends StoreInsertBase {
             }
         }
         if (k > 0) {
-            connector.removeOrKeep(keys, k, "abort", false);
+            connector.removeOrKeep(keys, k);
         }
     }
 

@@ -25,6 +25,7 @@ import dev.kvconnector.store.KVStores;
 import dev.kvconnector.store.PutOptions;
 import dev.kvconnector.store.RegisteredMemory;
 import dev.kvconnector.store.StoreCapability;
+import dev.kvconnector.store.StoreKey;
 import dev.kvconnector.store.StoreSubscription;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
@@ -81,6 +82,7 @@ public final class StoreConnector implements KVStoreConnector {
     private final boolean checksums;
     private final long layerTimeoutMillis;
     private final SegmentPool staging;
+    private final RequestScratch.Pool scratch = new RequestScratch.Pool();
     private final ThreadPoolExecutor io;
     private final boolean inlinePuts;
     private final RegisteredMemory registration;
@@ -208,21 +210,20 @@ public final class StoreConnector implements KVStoreConnector {
         }
         long slot = ChunkGeometry.align(ChunkGeometry.MANIFEST_BYTES);
         MemorySegment buf = staging.acquire(n * slot);
+        RequestScratch s = scratch.take(n, n);
         try {
-            String[] keys = new String[n];
-            MemorySegment[] dsts = new MemorySegment[n];
-            long[] results = new long[n];
             for (int c = 0; c < n; c++) {
-                keys[c] = geo.chunks[c].manifestKey();
-                dsts[c] = buf.asSlice(c * slot, ChunkGeometry.MANIFEST_BYTES);
+                geo.chunks[c].manifestKey(s.keys[c]);
+                s.segments[c] = buf.asSlice(c * slot, ChunkGeometry.MANIFEST_BYTES);
             }
-            store.getIntoBatch(keys, dsts, n, results);
+            store.getIntoBatch(s.keys, s.segments, n, s.results);
             int matched = 0;
-            for (int c = 0; c < n && !GetResult.isMiss(results[c]); c++) {
+            for (int c = 0; c < n && !GetResult.isMiss(s.results[c]); c++) {
                 matched = geo.chunks[c].endToken();
             }
             return matched;
         } finally {
+            scratch.give(s);
             staging.release(buf);
         }
     }
@@ -358,6 +359,11 @@ public final class StoreConnector implements KVStoreConnector {
         return staging;
     }
 
+    /** The sessions' key and batch arrays, reused request after request. */
+    RequestScratch.Pool scratch() {
+        return scratch;
+    }
+
     PutOptions putOptions() {
         return putOptions;
     }
@@ -391,36 +397,52 @@ public final class StoreConnector implements KVStoreConnector {
     }
 
     /**
-     * Removes keys; a store without {@link StoreCapability#REMOVE} (an LMCache server, whose protocol has no delete)
-     * keeps them until it evicts them, which is logged once rather than failing a read that already succeeded.
-     * Unmanifested objects stay invisible. A consuming removal that fails goes to the error handler instead of
-     * failing the drop-select, whose layers have already landed: the objects stay until the store evicts them.
+     * Removes keys (an aborted insert's); a store without {@link StoreCapability#REMOVE} (an LMCache server, whose
+     * protocol has no delete) keeps them until it evicts them, which is logged once rather than failing. Unmanifested
+     * objects stay invisible.
      *
      * @return whether the objects were removed
      */
-    boolean removeOrKeep(String[] keys, int count, String op, boolean consumed) {
-        if (!removes) {
-            if (!warnedNoRemove) {
-                warnedNoRemove = true;
-                LOG.warn("{} cannot remove objects (it does not declare {}); after {} they stay until the store "
-                        + "evicts them. Use DropMode.RETAIN with this store", store.uri(), StoreCapability.REMOVE, op);
-            }
+    boolean removeOrKeep(String[] keys, int count) {
+        if (!removes("abort")) {
             return false;
         }
-        if (consumed) {
-            if (storeEventForwarder != null) {
-                storeEventForwarder.consuming(keys, count);
-            }
-            try {
-                store.removeConsumed(keys, count);
-            } catch (KVException e) {
-                onIoError("consume-mode removal of " + count + " objects after a complete drop-select from", e);
-                return false;
-            }
-        } else {
-            store.removeBatch(keys, count);
+        store.removeBatch(keys, count);
+        return true;
+    }
+
+    /**
+     * After a complete consume-mode drop-select: removes {@code keys[0..count)} past the read's lease. A store without
+     * {@link StoreCapability#REMOVE} keeps them, as {@link #removeOrKeep} describes, rather than failing a read that
+     * already succeeded; a removal that fails goes to the error handler instead of failing the drop-select, whose
+     * layers have already landed: the objects stay until the store evicts them.
+     *
+     * @return whether the objects were removed
+     */
+    boolean consumeOrKeep(StoreKey[] keys, int count) {
+        if (!removes("drop-select")) {
+            return false;
+        }
+        if (storeEventForwarder != null) {
+            storeEventForwarder.consuming(keys, count);
+        }
+        try {
+            store.removeConsumed(keys, count);
+        } catch (KVException e) {
+            onIoError("consume-mode removal of " + count + " objects after a complete drop-select from", e);
+            return false;
         }
         return true;
+    }
+
+    /** Whether the store removes; the first time it does not, says so. */
+    private boolean removes(String op) {
+        if (!removes && !warnedNoRemove) {
+            warnedNoRemove = true;
+            LOG.warn("{} cannot remove objects (it does not declare {}); after {} they stay until the store "
+                    + "evicts them. Use DropMode.RETAIN with this store", store.uri(), StoreCapability.REMOVE, op);
+        }
+        return removes;
     }
 
     /** The first {@code count} chunks of {@code geo} were committed: a stored event each, when listened to. */

@@ -5,6 +5,7 @@ import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
 import dev.kvconnector.store.GetResult;
 import dev.kvconnector.store.KVStore;
+import dev.kvconnector.store.StoreKey;
 import dev.kvconnector.store.StoreView;
 import dev.kvconnector.tensor.DType;
 import dev.kvconnector.tensor.Tensor;
@@ -33,6 +34,8 @@ abstract class StoreDropBase implements DropSession {
     final long deadlineNanos;
     final int requestedTokens;
     final DropProgress progress;
+    /** The keys and batch arrays of the load while {@link #run} runs, else null. */
+    RequestScratch scratch;
     /** Time the object being read spent polling for the producer, in ns, added up by {@link #getWaiting}. */
     long waitedNanos;
     /** Why no producer will come ({@link #abandon}), or null: the layer-wise wait then stops at once. */
@@ -52,9 +55,19 @@ abstract class StoreDropBase implements DropSession {
         this.progress = new DropProgress(connector, streaming);
     }
 
-    /** Runs the load; a failure (not a miss) is kept and rethrown to whoever waits. */
+    /**
+     * Runs the load with scratch room for every object's key of every chunk (a consume removes them all at once); a
+     * failure (not a miss) is kept and rethrown to whoever waits.
+     */
     final void run() {
-        progress.run(() -> connector.emitResult(geo, load()));
+        scratch = connector.scratch().take(geo.chunks.length * (connector.layout().numLayers() + 2),
+                geo.chunks.length);
+        try {
+            progress.run(() -> connector.emitResult(geo, load()));
+        } finally {
+            connector.scratch().give(scratch);
+            scratch = null;
+        }
     }
 
     /** Loads the request into the target: a hit, or a miss with its reason. */
@@ -64,16 +77,16 @@ abstract class StoreDropBase implements DropSession {
      * Reads {@code key} into {@code dst}; streaming, polls until the key appears or the deadline passes, backing off
      * from 10 us to 1 ms, and adds the time until the last poll began to {@link #waitedNanos}.
      */
-    final long getWaiting(String key, MemorySegment dst) {
+    final long getWaiting(StoreKey key, MemorySegment dst) {
         return readWaiting(key, dst, null);
     }
 
     /** {@link KVStore#tryView} into {@code view}, polled as {@link #getWaiting} polls. */
-    final long viewWaiting(String key, StoreView view) {
+    final long viewWaiting(StoreKey key, StoreView view) {
         return readWaiting(key, null, view);
     }
 
-    private long readWaiting(String key, MemorySegment dst, StoreView view) {
+    private long readWaiting(StoreKey key, MemorySegment dst, StoreView view) {
         long backoff = MIN_BACKOFF_NANOS;
         long first = System.nanoTime();
         while (true) {
@@ -111,7 +124,7 @@ abstract class StoreDropBase implements DropSession {
     }
 
     /** The miss for a codec status of {@code key}'s object, or null when it is {@link ObjectPlan#OK}. */
-    final DropResult statusMiss(int status, String key) {
+    final DropResult statusMiss(int status, StoreKey key) {
         if (status == ObjectPlan.OK) {
             return null;
         }
@@ -148,7 +161,7 @@ abstract class StoreDropBase implements DropSession {
             }
             try {
                 MemorySegment object = staging.asSlice(0, size);
-                String key = objects.hiddenKey(c);
+                StoreKey key = objects.hiddenKey(c, scratch.keys[0]);
                 long r = getWaiting(key, object);
                 if (GetResult.isMiss(r) || GetResult.isTooSmall(r)) {
                     return DropResult.miss(requestedTokens, GetResult.isMiss(r) ? MissReason.ABSENT
@@ -172,8 +185,8 @@ abstract class StoreDropBase implements DropSession {
     abstract DropResult hiddenAbsent(int c);
 
     /** Consume mode: removes {@code keys[0..count)}, the first {@code chunks} chunks' objects, and says so. */
-    final void consume(String[] keys, int count, int chunks) {
-        if (connector.removeOrKeep(keys, count, "drop-select", true)) {
+    final void consume(StoreKey[] keys, int count, int chunks) {
+        if (connector.consumeOrKeep(keys, count)) {
             connector.emitConsumed(geo, chunks);
         }
     }

@@ -4,6 +4,7 @@ import dev.kvconnector.codec.RawTensorFormat;
 import dev.kvconnector.key.ChunkKeys;
 import dev.kvconnector.memory.WordSum;
 import dev.kvconnector.store.GetResult;
+import dev.kvconnector.store.StoreKey;
 import dev.kvconnector.store.StoreRead;
 import dev.kvconnector.store.StoreView;
 import java.lang.foreign.MemorySegment;
@@ -40,6 +41,8 @@ final class StoreDropSession extends StoreDropBase {
      * (layers are read in order); {@code aheadStaging} is null when none is pending.
      */
     private MemorySegment[] aheadDsts;
+    /** The keys of the read {@link #ahead} has pending. */
+    private final StoreKey[] aheadKeys;
     private MemorySegment aheadStaging;
     private final long[] layerResults;
     private final long[] manifestFlags;
@@ -55,6 +58,7 @@ final class StoreDropSession extends StoreDropBase {
         this.manifestFlags = new long[geo.chunks.length];
         this.ahead = !streaming && connector.pipelinedReads() ? store.newRead() : null;
         this.aheadDsts = ahead != null ? new MemorySegment[geo.chunks.length] : null;
+        this.aheadKeys = ahead != null ? RequestScratch.newKeys(geo.chunks.length) : null;
     }
 
     @Override
@@ -122,17 +126,17 @@ final class StoreDropSession extends StoreDropBase {
             return DropStaging.full(connector, requestedTokens, chunks * slot);
         }
         try {
-            String[] keys = new String[chunks];
-            MemorySegment[] dsts = new MemorySegment[chunks];
-            long[] results = new long[chunks];
+            StoreKey[] keys = scratch.keys;
+            MemorySegment[] dsts = scratch.segments;
+            long[] results = scratch.results;
             for (int c = 0; c < chunks; c++) {
-                keys[c] = geo.chunks[c].manifestKey();
+                geo.chunks[c].manifestKey(keys[c]);
                 dsts[c] = staging.asSlice(c * slot, ChunkGeometry.MANIFEST_BYTES);
             }
             store.getIntoBatch(keys, dsts, chunks, results);
             int c = 0;
             for (; c < chunks; c++) {
-                String key = keys[c];
+                StoreKey key = keys[c];
                 MemorySegment m = dsts[c];
                 long r = results[c];
                 if (GetResult.isMiss(r) && wait) {
@@ -179,7 +183,8 @@ final class StoreDropSession extends StoreDropBase {
         }
         long start = System.nanoTime();
         waitedNanos = 0;
-        String[] keys = geo.layerKeys[layer];
+        StoreKey[] keys = scratch.keys;
+        geo.layerKeys(layer, keys, chunks);
         long[] results = layerResults;
         boolean sentAhead = aheadStaging != null;
         MemorySegment staging = sentAhead ? takeAhead(results)
@@ -264,8 +269,9 @@ final class StoreDropSession extends StoreDropBase {
         for (int c = 0; c < chunks; c++) {
             aheadDsts[c] = staging.asSlice(geo.layerOffsets[c], geo.layerObjectBytes[c]);
         }
+        geo.layerKeys(layer, aheadKeys, chunks);
         try {
-            store.sendGetIntoBatch(geo.layerKeys[layer], aheadDsts, chunks, ahead);
+            store.sendGetIntoBatch(aheadKeys, aheadDsts, chunks, ahead);
         } catch (RuntimeException e) {
             connector.staging().release(staging);
             throw e;
@@ -301,7 +307,8 @@ final class StoreDropSession extends StoreDropBase {
     private DropResult readLayerInPlace(int layer, int chunks) {
         long start = System.nanoTime();
         waitedNanos = 0;
-        String[] keys = geo.layerKeys[layer];
+        StoreKey[] keys = scratch.keys;
+        geo.layerKeys(layer, keys, chunks);
         long bytes = 0;
         for (int c = 0; c < chunks; c++) {
             long r = viewWaiting(keys[c], view);
@@ -344,7 +351,8 @@ final class StoreDropSession extends StoreDropBase {
         MemorySegment deviceLayer = sink.acquireLayer();
         MemorySegment headers = null;
         try {
-            String[] keys = geo.layerKeys[layer];
+            StoreKey[] keys = scratch.keys;
+            geo.layerKeys(layer, keys, chunks);
             MemorySegment[] dsts = layerDsts;
             long[] results = layerResults;
             for (int c = 0; c < chunks; c++) {
@@ -402,7 +410,7 @@ final class StoreDropSession extends StoreDropBase {
     }
 
     /** The miss for a read result of {@code layer}'s object ({@link #HIDDEN} for the hidden states), or null. */
-    private DropResult missOrTooSmall(long r, String key, long capacity, int layer) {
+    private DropResult missOrTooSmall(long r, StoreKey key, long capacity, int layer) {
         if (!GetResult.isMiss(r) && !GetResult.isTooSmall(r)) {
             return null;
         }
@@ -419,22 +427,22 @@ final class StoreDropSession extends StoreDropBase {
         return null;
     }
 
-    private DropResult manifestMiss(int status, String key) {
+    private DropResult manifestMiss(int status, StoreKey key) {
         return DropResult.miss(requestedTokens, RawTensorFormat.isLayoutMismatch(status) ? MissReason.LAYOUT_MISMATCH
                 : MissReason.CORRUPT, "object " + key + ": " + RawTensorFormat.describe(status));
     }
 
     private void consume(int chunks) {
         int layers = connector.layout().numLayers();
-        String[] keys = new String[chunks * (layers + 2)];
+        StoreKey[] keys = scratch.keys;
         int k = 0;
         for (int c = 0; c < chunks; c++) {
-            keys[k++] = geo.chunks[c].manifestKey();
+            geo.chunks[c].manifestKey(keys[k++]);
         }
         for (int c = 0; c < chunks; c++) {
-            keys[k++] = geo.chunks[c].hiddenKey();
+            geo.chunks[c].hiddenKey(keys[k++]);
             for (int l = 0; l < layers; l++) {
-                keys[k++] = objects.layerKey(c, l);
+                objects.layerKey(c, l, keys[k++]);
             }
         }
         consume(keys, k, chunks);

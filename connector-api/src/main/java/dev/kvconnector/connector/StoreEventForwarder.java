@@ -5,6 +5,7 @@ import dev.kvconnector.events.RemovalReason;
 import dev.kvconnector.key.KeyScheme;
 import dev.kvconnector.store.StoreEvent;
 import dev.kvconnector.store.StoreEventListener;
+import dev.kvconnector.store.StoreKey;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
@@ -88,9 +89,9 @@ final class StoreEventForwarder implements StoreEventListener {
     }
 
     /** Marks the chunks of {@code keys} as told: the connector is about to remove them and tells it itself. */
-    synchronized void consuming(String[] keys, int count) {
+    synchronized void consuming(StoreKey[] keys, int count) {
         for (int i = 0; i < count; i++) {
-            String hash = scheme.chunkHashOf(keys[i]);
+            String hash = scheme.chunkHashOf(keys[i].toString());
             if (hash != null) {
                 told.put(hash, Told.CONSUMING);
             }

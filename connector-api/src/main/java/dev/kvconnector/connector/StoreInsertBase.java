@@ -28,6 +28,8 @@ abstract class StoreInsertBase implements InsertSession, InsertChannel {
     final boolean[] layerPut;
     final PendingPuts pending;
     boolean hiddenPut;
+    /** Keys and batch arrays for the calls over every chunk, from the connector's pool; null once given back. */
+    RequestScratch scratch;
     private State state = State.OPEN;
     /** The source of the last {@link #putLayer(int, PagedKVCache, TokenSlots)}, reused while its cache and slots are. */
     private PagedLayers paged;
@@ -41,6 +43,7 @@ abstract class StoreInsertBase implements InsertSession, InsertChannel {
         this.tokens = geo.plan.totalTokens();
         this.layerPut = new boolean[layout.numLayers()];
         this.pending = new PendingPuts(connector, puts);
+        this.scratch = connector.scratch().take(geo.chunks.length, geo.chunks.length);
     }
 
     @Override
@@ -150,6 +153,7 @@ abstract class StoreInsertBase implements InsertSession, InsertChannel {
     /** Marks the insert committed and counts it. */
     final void committed(int chunks) {
         state = State.COMMITTED;
+        releaseScratch();
         connector.metricsRecorder().recordCommit();
         connector.emitStored(geo, chunks);
     }
@@ -162,7 +166,15 @@ abstract class StoreInsertBase implements InsertSession, InsertChannel {
         state = State.ABORTED;
         pending.await();
         removeWritten();
+        releaseScratch();
         connector.metricsRecorder().recordAbort();
+    }
+
+    private void releaseScratch() {
+        if (scratch != null) {
+            connector.scratch().give(scratch);
+            scratch = null;
+        }
     }
 
     /** After an abort, with no put in flight: releases what the insert holds and removes what it wrote. */

@@ -8,6 +8,7 @@ import dev.kvconnector.store.ClaimResult;
 import dev.kvconnector.store.KVStore;
 import dev.kvconnector.store.PutOptions;
 import dev.kvconnector.store.StoreClaim;
+import dev.kvconnector.store.StoreKey;
 import dev.kvconnector.tensor.DType;
 import dev.kvconnector.tensor.Tensor;
 import java.lang.foreign.MemorySegment;
@@ -61,8 +62,8 @@ final class StoreInsertSession extends StoreInsertBase {
             throw e;
         }
         layerPut[layer] = true;
-        submit(task, geo.layerKeys[layer], staging, releaseStaging, start, geo.layerBytes, true,
-                connector.layerPutOptions());
+        geo.layerKeys(layer, task.keys, geo.chunks.length);
+        submit(task, staging, releaseStaging, start, geo.layerBytes, true, connector.layerPutOptions());
     }
 
     /** Gathers chunk {@code c}'s tensors of {@code layer} into {@code object} and seals it, checksum fused if it can. */
@@ -85,8 +86,9 @@ final class StoreInsertSession extends StoreInsertBase {
     /** Puts every chunk of {@code layer} through a claim; false when the store was full (nothing more claimed). */
     private boolean putClaimed(int layer, HostLayerSource source, long start) {
         KVStore store = connector.store();
-        String[] keys = geo.layerKeys[layer];
-        for (int c = 0; c < keys.length; c++) {
+        StoreKey[] keys = scratch.keys;
+        geo.layerKeys(layer, keys, geo.chunks.length);
+        for (int c = 0; c < geo.chunks.length; c++) {
             int code = store.tryClaim(keys[c], geo.layerObjectBytes[c], connector.layerPutOptions(), claim);
             if (code == ClaimResult.FULL) {
                 return false;
@@ -119,8 +121,8 @@ final class StoreInsertSession extends StoreInsertBase {
             task.values[c] = object;
         }
         layerPut[layer] = true;
-        submit(task, geo.layerKeys[layer], staging, releaseStaging, startNanos, geo.layerBytes, true,
-                connector.layerPutOptions());
+        geo.layerKeys(layer, task.keys, geo.chunks.length);
+        submit(task, staging, releaseStaging, startNanos, geo.layerBytes, true, connector.layerPutOptions());
     }
 
     @Override
@@ -129,8 +131,8 @@ final class StoreInsertSession extends StoreInsertBase {
         PutTask task = takeTask();
         System.arraycopy(objectSegments, 0, task.values, 0, geo.chunks.length);
         layerPut[layer] = true;
-        submit(task, geo.layerKeys[layer], lease, releaseLease, startNanos, geo.layerBytes, true,
-                connector.layerPutOptions());
+        geo.layerKeys(layer, task.keys, geo.chunks.length);
+        submit(task, lease, releaseLease, startNanos, geo.layerBytes, true, connector.layerPutOptions());
     }
 
     @Override
@@ -142,7 +144,6 @@ final class StoreInsertSession extends StoreInsertBase {
         long[] offsets = hiddenOffsets(hidden);
         long start = System.nanoTime();
         MemorySegment staging = pending.acquire(offsets[n]);
-        String[] keys = new String[n];
         PutTask task = takeTask();
         long bytes = 0;
         for (int c = 0; c < n; c++) {
@@ -151,19 +152,18 @@ final class StoreInsertSession extends StoreInsertBase {
             MemorySegment.copy(hidden.segment(), ck.startToken() * rowBytes, object, objects.hiddenOffset(c),
                     ck.tokens() * rowBytes);
             objects.sealHidden(c, dtype, object);
-            keys[c] = objects.hiddenKey(c);
+            objects.hiddenKey(c, task.keys[c]);
             task.values[c] = object;
             bytes += object.byteSize();
         }
         hiddenPut = true;
-        submit(task, keys, staging, releaseStaging, start, bytes, false, connector.putOptions());
+        submit(task, staging, releaseStaging, start, bytes, false, connector.putOptions());
     }
 
-    /** Puts {@code task}'s values under {@code keys} asynchronously, then gives {@code lease} to {@code release}. */
-    private void submit(PutTask task, String[] keys, MemorySegment lease, Consumer<MemorySegment> release,
-                        long startNanos, long bytes, boolean layerMetric, PutOptions options) {
+    /** Puts {@code task}'s values under its keys asynchronously, then gives {@code lease} to {@code release}. */
+    private void submit(PutTask task, MemorySegment lease, Consumer<MemorySegment> release, long startNanos, long bytes,
+                        boolean layerMetric, PutOptions options) {
         pending.begin();
-        task.keys = keys;
         task.lease = lease;
         task.release = release;
         task.stagedNanos = System.nanoTime() - startNanos;
@@ -182,7 +182,6 @@ final class StoreInsertSession extends StoreInsertBase {
     }
 
     private void recycle(PutTask task) {
-        task.keys = null;
         task.lease = null;
         task.release = null;
         task.options = null;
@@ -197,9 +196,9 @@ final class StoreInsertSession extends StoreInsertBase {
      * reused through the session's pool, so that a steady insert allocates no task per layer.
      */
     private final class PutTask implements Runnable {
+        final StoreKey[] keys;
         final MemorySegment[] values;
         final boolean[] stored;
-        String[] keys;
         MemorySegment lease;
         Consumer<MemorySegment> release;
         long stagedNanos;
@@ -208,6 +207,7 @@ final class StoreInsertSession extends StoreInsertBase {
         PutOptions options;
 
         PutTask(int chunks) {
+            this.keys = RequestScratch.newKeys(chunks);
             this.values = new MemorySegment[chunks];
             this.stored = new boolean[chunks];
         }
@@ -238,8 +238,8 @@ final class StoreInsertSession extends StoreInsertBase {
         int n = geo.chunks.length;
         MemorySegment staging = pending.acquire(n * ChunkGeometry.align(ChunkGeometry.MANIFEST_BYTES));
         try {
-            String[] keys = new String[n];
-            MemorySegment[] values = new MemorySegment[n];
+            StoreKey[] keys = scratch.keys;
+            MemorySegment[] values = scratch.segments;
             for (int c = 0; c < n; c++) {
                 MemorySegment m = staging.asSlice(c * ChunkGeometry.align(ChunkGeometry.MANIFEST_BYTES),
                         ChunkGeometry.MANIFEST_BYTES);
@@ -250,10 +250,10 @@ final class StoreInsertSession extends StoreInsertBase {
                 m.set(ValueLayout.JAVA_LONG_UNALIGNED, base + 24, hiddenPut ? ChunkGeometry.FLAG_HIDDEN : 0);
                 RawTensorFormat.writeHeader(m, ChunkGeometry.MANIFEST_SPEC, geo.chunks[c].tokens(),
                         layout.fingerprint(), true);
-                keys[c] = geo.chunks[c].manifestKey();
+                geo.chunks[c].manifestKey(keys[c]);
                 values[c] = m;
             }
-            connector.store().putBatch(keys, values, n, connector.putOptions(), new boolean[n]);
+            connector.store().putBatch(keys, values, n, connector.putOptions(), scratch.stored);
         } catch (RuntimeException e) {
             abort();
             throw e;
@@ -277,6 +277,6 @@ final class StoreInsertSession extends StoreInsertBase {
                 }
             }
         }
-        connector.removeOrKeep(keys, k, "abort", false);
+        connector.removeOrKeep(keys, k);
     }
 }

@@ -1,0 +1,70 @@
+package dev.kvconnector.connector;
+
+import dev.kvconnector.store.StoreKey;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayDeque;
+import java.util.Arrays;
+
+/**
+ * One session's reusable arrays: the keys of its request's objects, and the segments, results and flags of a batch
+ * call over its chunks. A session takes one from its connector's {@link Pool} when it starts and gives it back when it
+ * ends, so that a steady stream of requests allocates none. Used by one thread at a time.
+ */
+final class RequestScratch {
+    StoreKey[] keys = new StoreKey[0];
+    MemorySegment[] segments = new MemorySegment[0];
+    long[] results = new long[0];
+    boolean[] stored = new boolean[0];
+
+    /** {@code count} new, empty keys. */
+    static StoreKey[] newKeys(int count) {
+        StoreKey[] keys = new StoreKey[count];
+        for (int i = 0; i < count; i++) {
+            keys[i] = new StoreKey();
+        }
+        return keys;
+    }
+
+    /** Grows the arrays to at least {@code keyCount} keys and {@code chunks} of the others. */
+    private void ensure(int keyCount, int chunks) {
+        if (keys.length < keyCount) {
+            keys = newKeys(keyCount);
+        }
+        if (segments.length < chunks) {
+            segments = new MemorySegment[chunks];
+            results = new long[chunks];
+            stored = new boolean[chunks];
+        }
+    }
+
+    /** The idle scratch of a connector; thread-safe. */
+    static final class Pool {
+        /** Idle scratch kept at most; more sessions at once than this allocate what they need. */
+        private static final int MAX_IDLE = 64;
+
+        private final ArrayDeque<RequestScratch> idle = new ArrayDeque<>();
+
+        /** Scratch with room for {@code keyCount} keys and batches of {@code chunks}. */
+        RequestScratch take(int keyCount, int chunks) {
+            RequestScratch s;
+            synchronized (idle) {
+                s = idle.pollFirst();
+            }
+            if (s == null) {
+                s = new RequestScratch();
+            }
+            s.ensure(keyCount, chunks);
+            return s;
+        }
+
+        /** Gives {@code s}, which its session no longer uses, back. */
+        void give(RequestScratch s) {
+            Arrays.fill(s.segments, null);
+            synchronized (idle) {
+                if (idle.size() < MAX_IDLE) {
+                    idle.addFirst(s);
+                }
+            }
+        }
+    }
+}
