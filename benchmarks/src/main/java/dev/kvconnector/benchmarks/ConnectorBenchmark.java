@@ -1,6 +1,7 @@
 package dev.kvconnector.benchmarks;
 
 import dev.kvconnector.connector.DropResult;
+import dev.kvconnector.key.RequestTokens;
 import dev.kvconnector.layout.KVLayout;
 import dev.kvconnector.memory.ChecksummedCopy;
 import dev.kvconnector.store.KVStore;
@@ -97,6 +98,8 @@ public class ConnectorBenchmark {
         TransferWorkload contiguous;
         PagedWorkload paged;
         int request;
+        /** The request the next timed call moves. */
+        RequestTokens next;
         long timedAllocatedBytes;
         long timedOps;
 
@@ -111,8 +114,8 @@ public class ConnectorBenchmark {
                 case "paged" -> paged = new PagedWorkload(kv, layout, tokens);
                 default -> throw new IllegalArgumentException("source=" + source + " is neither contiguous nor paged");
             }
-            insert(request);
-            requireComplete(dropSelect(request++));
+            insert(request(request));
+            requireComplete(dropSelect(request(request++)));
             boolean intact = contiguous != null ? contiguous.targetMatchesSource() : paged.targetMatchesSource();
             if (!intact) {
                 throw new IllegalStateException(fixture.uri() + " returned other bytes than were inserted");
@@ -120,21 +123,30 @@ public class ConnectorBenchmark {
             // A request is large and few fit in a short JMH warmup; without these the first (cold) ones dominate.
             long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(PREWARM_MS);
             for (int i = 1; i < PREWARM_REQUESTS && System.nanoTime() < deadline; i++) {
-                insert(request);
-                requireComplete(dropSelect(request++));
+                insert(request(request));
+                requireComplete(dropSelect(request(request++)));
             }
         }
 
-        void insert(int i) {
+        RequestTokens request(int i) {
+            return contiguous != null ? contiguous.request(i) : paged.request(i);
+        }
+
+        void insert(RequestTokens r) {
             if (contiguous != null) {
-                contiguous.insert(i);
+                contiguous.insert(r);
             } else {
-                paged.insert(i);
+                paged.insert(r);
             }
         }
 
-        DropResult dropSelect(int i) {
-            return contiguous != null ? contiguous.dropSelect(i) : paged.dropSelect(i);
+        DropResult dropSelect(RequestTokens r) {
+            return contiguous != null ? contiguous.dropSelect(r) : paged.dropSelect(r);
+        }
+
+        /** Makes request number {@link #request}, untimed: the engine owns a request's token ids, not the connector. */
+        void prepareNext() {
+            next = request(request);
         }
 
         void requireComplete(DropResult r) {
@@ -168,12 +180,19 @@ public class ConnectorBenchmark {
         }
     }
 
-    /** For {@link #insert}: consumes each inserted request afterwards, untimed. */
+    /** For {@link #insert}: makes each request before, and consumes it after, untimed. */
     public static class Inserting extends Workload {
+        /** Makes the request the next invocation inserts. */
+        @Setup(Level.Invocation)
+        public void makeNext() {
+            prepareNext();
+        }
+
         /** Drop-selects the request just inserted, so the store starts every invocation empty. */
         @TearDown(Level.Invocation)
         public void consume() {
-            requireComplete(dropSelect(request++));
+            requireComplete(dropSelect(next));
+            request++;
         }
     }
 
@@ -181,10 +200,11 @@ public class ConnectorBenchmark {
     public static class Dropping extends Workload {
         DropResult dropped;
 
-        /** Inserts the request the next invocation drop-selects. */
+        /** Makes and inserts the request the next invocation drop-selects. */
         @Setup(Level.Invocation)
         public void commitNext() {
-            insert(request);
+            prepareNext();
+            insert(next);
         }
 
         /** Checks that the timed drop-select got the whole request. */
@@ -235,7 +255,7 @@ public class ConnectorBenchmark {
     @Benchmark
     public void insert(Inserting w) {
         long before = THREADS.getCurrentThreadAllocatedBytes();
-        w.insert(w.request);
+        w.insert(w.next);
         w.timedAllocatedBytes += THREADS.getCurrentThreadAllocatedBytes() - before;
         w.timedOps++;
     }
@@ -244,7 +264,7 @@ public class ConnectorBenchmark {
     @Benchmark
     public DropResult dropSelect(Dropping w) {
         long before = THREADS.getCurrentThreadAllocatedBytes();
-        w.dropped = w.dropSelect(w.request);
+        w.dropped = w.dropSelect(w.next);
         w.timedAllocatedBytes += THREADS.getCurrentThreadAllocatedBytes() - before;
         w.timedOps++;
         return w.dropped;

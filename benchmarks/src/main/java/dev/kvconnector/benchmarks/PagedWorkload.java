@@ -29,6 +29,8 @@ final class PagedWorkload implements AutoCloseable {
     private final BlockTable sourceTable;
     private final BlockTable targetTable;
     private final int[] prompt;
+    /** Where every drop-select lands, made once as an engine's would be. */
+    private final DropTarget dropTarget;
 
     PagedWorkload(KVStore store, KVLayout layout, int tokens) {
         this.layout = layout;
@@ -45,6 +47,7 @@ final class PagedWorkload implements AutoCloseable {
         for (int i = 0; i < tokens; i++) {
             prompt[i] = r.nextInt(128_000);
         }
+        dropTarget = DropTarget.paged(target, targetTable);
     }
 
     /** A cache of {@code blocks} blocks, every tensor filled with random words from {@code r}. */
@@ -80,9 +83,9 @@ final class PagedWorkload implements AutoCloseable {
         return RequestTokens.of(prompt).inNamespace("bench-paged-" + i);
     }
 
-    /** Inserts request {@code i}: every layer gathered from the source cache, then commit. */
-    void insert(int i) {
-        try (InsertSession s = connector.beginInsert(request(i))) {
+    /** Inserts {@code request}: every layer gathered from the source cache, then commit. */
+    void insert(RequestTokens request) {
+        try (InsertSession s = connector.beginInsert(request)) {
             for (int l = 0; l < layout.numLayers(); l++) {
                 s.putLayer(l, source, sourceTable);
             }
@@ -90,9 +93,9 @@ final class PagedWorkload implements AutoCloseable {
         }
     }
 
-    /** Drop-selects request {@code i} into the target cache (consuming it). */
-    DropResult dropSelect(int i) {
-        return connector.dropSelect(request(i), DropTarget.paged(target, targetTable));
+    /** Drop-selects {@code request} into the target cache (consuming it). */
+    DropResult dropSelect(RequestTokens request) {
+        return connector.dropSelect(request, dropTarget);
     }
 
     /** Whether every token of every layer's tensors landed in the target cache intact. */

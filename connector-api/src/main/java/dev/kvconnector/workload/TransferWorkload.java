@@ -37,6 +37,8 @@ public final class TransferWorkload implements AutoCloseable {
     private final Tensor sourceHidden;
     private final Tensor targetHidden;
     private final int[] prompt;
+    /** Where every drop-select lands, made once as an engine's would be. */
+    private final DropTarget dropTarget;
 
     /**
      * @param store the store to move through (the caller closes it)
@@ -82,6 +84,8 @@ public final class TransferWorkload implements AutoCloseable {
         for (int i = 0; i < tokens; i++) {
             prompt[i] = r.nextInt(128_000);
         }
+        DropTarget t = DropTarget.contiguous(target);
+        dropTarget = hidden ? t.withHidden(targetHidden) : t;
     }
 
     private static MemorySegment fill(MemorySegment s, SplittableRandom r) {
@@ -98,7 +102,12 @@ public final class TransferWorkload implements AutoCloseable {
 
     /** Inserts request {@code i}: every layer, the hidden states if enabled, then commit. */
     public void insert(int i) {
-        try (InsertSession s = connector.beginInsert(request(i))) {
+        insert(request(i));
+    }
+
+    /** Inserts {@code request} (one of {@link #request}'s): every layer, the hidden states if enabled, then commit. */
+    public void insert(RequestTokens request) {
+        try (InsertSession s = connector.beginInsert(request)) {
             for (int l = 0; l < source.length; l++) {
                 s.putLayer(l, source[l]);
             }
@@ -111,8 +120,12 @@ public final class TransferWorkload implements AutoCloseable {
 
     /** Drop-selects request {@code i} into the target tensors (consuming it). */
     public DropResult dropSelect(int i) {
-        DropTarget t = DropTarget.contiguous(target);
-        return connector.dropSelect(request(i), hidden ? t.withHidden(targetHidden) : t);
+        return dropSelect(request(i));
+    }
+
+    /** Drop-selects {@code request} (one of {@link #request}'s) into the target tensors (consuming it). */
+    public DropResult dropSelect(RequestTokens request) {
+        return connector.dropSelect(request, dropTarget);
     }
 
     /**
