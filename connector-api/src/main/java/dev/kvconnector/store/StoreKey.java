@@ -46,6 +46,9 @@ public final class StoreKey {
 
     /** Makes this key a copy of {@code other}. */
     public StoreKey set(StoreKey other) {
+        if (other == this) {
+            return this;
+        }
         clear();
         ensure(other.length);
         System.arraycopy(other.bytes, 0, bytes, 0, other.length);

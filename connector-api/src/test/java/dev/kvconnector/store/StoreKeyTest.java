@@ -81,6 +81,8 @@ class StoreKeyTest {
         assertEquals(StoreKey.of("kvc1:{ab}:L2").hashCode(), b.hashCode());
         assertNotEquals(StoreKey.of("ab"), StoreKey.of("ab\u0000"));
         assertNotEquals(StoreKey.of("ab"), "ab");
+        StoreKey self = StoreKey.of("kvc1:{ab}:M");
+        assertEquals("kvc1:{ab}:M", self.set(self).toString());
     }
 
     @Test
