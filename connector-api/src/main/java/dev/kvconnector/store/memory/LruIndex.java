@@ -1,33 +1,42 @@
 package dev.kvconnector.store.memory;
 
+import dev.kvconnector.store.StoreKey;
 import java.util.List;
 import org.agrona.collections.Object2ObjectHashMap;
 
 /**
- * Values by key, in least-recently-used order, with no object per value: the keys index an Agrona
+ * Values by key, in least-recently-used order, with no object per value or key: the keys index an Agrona
  * {@code Object2ObjectHashMap} (open addressing, so a new key makes no map node, where {@code LinkedHashMap} makes one
  * per put), and the order is a doubly-linked list through the values themselves ({@link Node}). Not thread-safe: the
  * owning store calls it under its lock.
+ *
+ * <p>Keys are {@link StoreKey}s. Each value owns one, into which {@link #put} copies the caller's key; the map holds
+ * that copy (never the caller's key, which the caller refills), and a value reused for a later key refills its own.
+ * Lookups take the caller's key and keep no reference to it. A value's key changes only while the value is out of
+ * the map, so no key the map holds ever changes under it.
  *
  * @param <E> the values, each in at most one index at a time
  */
 final class LruIndex<E extends LruIndex.Node<E>> {
     /**
-     * What a value carries to be indexed: its key while indexed, and its neighbours in the order. The fields belong
-     * to the index (package-private only because the index reaches them through its type variable).
+     * What a value carries to be indexed: its key, and its neighbours in the order. The fields belong to the index
+     * (package-private only because the index reaches them through its type variable). The key is the value's own, kept
+     * for its next key when the value is reused; its bytes are the value's key while the value is indexed, and stale
+     * after.
      */
     abstract static class Node<E extends Node<E>> {
-        String key;
+        final StoreKey key = new StoreKey();
         E older;
         E newer;
     }
 
-    private final Object2ObjectHashMap<String, E> byKey = new Object2ObjectHashMap<>();
+    /** Each indexed value under its own {@link Node#key}. */
+    private final Object2ObjectHashMap<StoreKey, E> byKey = new Object2ObjectHashMap<>();
     private E eldest;
     private E newest;
 
     /** The value under {@code key}, or null; the order is unchanged. */
-    E get(String key) {
+    E get(StoreKey key) {
         return byKey.get(key);
     }
 
@@ -40,27 +49,26 @@ final class LruIndex<E extends LruIndex.Node<E>> {
     }
 
     /**
-     * Indexes {@code e} under {@code key} as the most recently used.
+     * Indexes {@code e}, which is not indexed, under a copy of {@code key} in its own key, as the most recently used.
      *
      * @return the value {@code e} replaced, no longer indexed; or null
      */
-    E put(String key, E e) {
-        E old = byKey.put(key, e);
-        if (old != null) {
-            unlink(old);
-            old.key = null;
+    E put(StoreKey key, E e) {
+        // Out first: on a replace the map would keep the key object it holds, which is the old value's.
+        E old = remove(key);
+        if (e.key != key) {
+            e.key.set(key);
         }
-        e.key = key;
+        byKey.put(e.key, e);
         linkNewest(e);
         return old;
     }
 
     /** Takes {@code key}'s value out of the index; returns it, or null when there was none. */
-    E remove(String key) {
+    E remove(StoreKey key) {
         E e = byKey.remove(key);
         if (e != null) {
             unlink(e);
-            e.key = null;
         }
         return e;
     }
@@ -90,7 +98,6 @@ final class LruIndex<E extends LruIndex.Node<E>> {
             E next = e.newer;
             e.older = null;
             e.newer = null;
-            e.key = null;
             out.add(e);
             e = next;
         }

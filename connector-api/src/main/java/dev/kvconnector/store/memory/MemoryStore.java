@@ -10,6 +10,7 @@ import dev.kvconnector.store.KVStore;
 import dev.kvconnector.store.PutOptions;
 import dev.kvconnector.store.StoreCapability;
 import dev.kvconnector.store.StoreClaim;
+import dev.kvconnector.store.StoreKey;
 import dev.kvconnector.store.StoreUri;
 import dev.kvconnector.store.StoreView;
 import java.lang.foreign.Arena;
@@ -36,6 +37,11 @@ import java.util.concurrent.locks.ReentrantLock;
  * <p>The lock guards only the index and the LRU order ({@link LruIndex}, which makes no object per value); copies
  * run outside it, so readers and writers of different keys proceed in parallel.
  *
+ * <p>Keys are indexed as {@link StoreKey} bytes: each entry keeps a copy of its key in a key of its own, reused with
+ * the entry, so the {@code StoreKey} methods allocate nothing even for keys the store has never seen. Each
+ * {@code String} method encodes its key into a key of the calling thread's and takes the {@code StoreKey} path, so
+ * the string {@code s} and {@code StoreKey.of(s)} name the same object. Errors name the key as text.
+ *
  * <p>Values of 64 KiB and more live in blocks rounded up to a size class (four classes per power of two, so at most
  * 25% slack, counted against the capacity), and a freed block is kept for the next value of its class while the
  * capacity allows. A steady stream of same-sized layers then reuses memory whose pages are already mapped, instead
@@ -57,6 +63,8 @@ public final class MemoryStore implements KVStore {
     static final Set<String> OPTIONS = Set.of("capacity", "ttl", "eviction");
 
     private static final AtomicLong LIVE_STORES = new AtomicLong();
+    /** Where a {@code String} method encodes its key, one per thread, used only during that call. */
+    private static final ThreadLocal<StoreKey> TEXT_KEY = ThreadLocal.withInitial(StoreKey::new);
     private final String uri;
     private final long capacity;
     private final long defaultTtlMillis;
@@ -204,8 +212,18 @@ public final class MemoryStore implements KVStore {
         }
     }
 
+    /** {@code key} encoded into the calling thread's key, for the length of one call. */
+    private static StoreKey bytesOf(String key) {
+        return TEXT_KEY.get().set(key);
+    }
+
     @Override
     public boolean put(String key, MemorySegment value, PutOptions options) {
+        return put(bytesOf(key), value, options);
+    }
+
+    @Override
+    public boolean put(StoreKey key, MemorySegment value, PutOptions options) {
         checkOpen("put", key);
         long size = value.byteSize();
         checkFits(size, "put", key);
@@ -227,7 +245,7 @@ public final class MemoryStore implements KVStore {
         if (block == full) {
             throw KVException.of(ErrorCode.STORE_FULL, "no room for " + blockBytes + " bytes: " + usedBytes() + " of "
                     + capacity + " bytes in use" + (evict ? ", held by readers, views or open claims" : ""))
-                    .store(uri).operation("put").key(key)
+                    .store(uri).operation("put").key(key.toString())
                     .hint(evict ? "raise capacity= or wait for readers" : "eviction=refuse is set: remove entries, "
                             + "use TTLs, or raise capacity=").build();
         }
@@ -244,8 +262,8 @@ public final class MemoryStore implements KVStore {
         return publish(key, block, options.ifAbsent(), "put");
     }
 
-    /** Puts {@code fresh} into the index, or frees it (store closed, or if-absent lost the race). */
-    boolean publish(String key, Entry fresh, boolean ifAbsent, String op) {
+    /** Puts {@code fresh} into the index under a copy of {@code key}, or frees it (store closed, or if-absent lost). */
+    boolean publish(StoreKey key, Entry fresh, boolean ifAbsent, String op) {
         Entry old;
         boolean stored;
         lock.lock();
@@ -273,11 +291,16 @@ public final class MemoryStore implements KVStore {
 
     @Override
     public int tryClaim(String key, long bytes, PutOptions options, StoreClaim claim) {
+        return tryClaim(bytesOf(key), bytes, options, claim);
+    }
+
+    @Override
+    public int tryClaim(StoreKey key, long bytes, PutOptions options, StoreClaim claim) {
         checkOpen("tryClaim", key);
         MemoryClaim c = MemoryClaim.ownedBy(this, claim, key);
         if (bytes < 0) {
             throw KVException.of(ErrorCode.INVALID_ARGUMENT, "cannot claim " + bytes + " bytes").store(uri)
-                    .operation("tryClaim").key(key).build();
+                    .operation("tryClaim").key(key.toString()).build();
         }
         checkFits(bytes, "tryClaim", key);
         long blockBytes = blockSize(bytes);
@@ -333,6 +356,11 @@ public final class MemoryStore implements KVStore {
 
     @Override
     public long tryView(String key, StoreView view) {
+        return tryView(bytesOf(key), view);
+    }
+
+    @Override
+    public long tryView(StoreKey key, StoreView view) {
         checkOpen("tryView", key);
         MemoryView v = MemoryView.ownedBy(this, view, key);
         Entry e = retain(key, "tryView");
@@ -343,10 +371,11 @@ public final class MemoryStore implements KVStore {
         return e.data.byteSize();
     }
 
-    private void checkFits(long size, String op, String key) {
+    private void checkFits(long size, String op, StoreKey key) {
         if (size > capacity) {
             throw KVException.of(ErrorCode.VALUE_TOO_LARGE, size + " bytes exceed the store's capacity of " + capacity
-                    + " bytes").store(uri).operation(op).key(key).hint("raise capacity= in the store URI").build();
+                    + " bytes").store(uri).operation(op).key(key.toString()).hint("raise capacity= in the store URI")
+                    .build();
         }
     }
 
@@ -390,7 +419,7 @@ public final class MemoryStore implements KVStore {
 
     /** Allocates a block tied to the store's scope; on failure the reservation is returned. */
     @SuppressWarnings("restricted")
-    private Entry allocateBlock(long blockBytes, String op, String key) {
+    private Entry allocateBlock(long blockBytes, String op, StoreKey key) {
         MemorySegment raw;
         try {
             raw = NativeMemory.allocate(blockBytes);
@@ -494,7 +523,7 @@ public final class MemoryStore implements KVStore {
     }
 
     /** The live entry for key, now the most recently used; removed when expired. Caller holds the lock. */
-    private Entry liveEntry(String key, long now) {
+    private Entry liveEntry(StoreKey key, long now) {
         Entry e = index.get(key);
         if (e == null) {
             return null;
@@ -508,7 +537,7 @@ public final class MemoryStore implements KVStore {
         return e;
     }
 
-    private Entry retain(String key, String op) {
+    private Entry retain(StoreKey key, String op) {
         checkOpen(op, key);
         lock.lock();
         try {
@@ -527,6 +556,11 @@ public final class MemoryStore implements KVStore {
 
     @Override
     public long getInto(String key, MemorySegment dst) {
+        return getInto(bytesOf(key), dst);
+    }
+
+    @Override
+    public long getInto(StoreKey key, MemorySegment dst) {
         Entry e = retain(key, "getInto");
         if (e == null) {
             return GetResult.MISS;
@@ -546,11 +580,26 @@ public final class MemoryStore implements KVStore {
     }
 
     @Override
+    public void putBatch(StoreKey[] keys, MemorySegment[] values, int count, PutOptions options, boolean[] stored) {
+        for (int i = 0; i < count; i++) {
+            stored[i] = put(keys[i], values[i], options);
+        }
+    }
+
+    @Override
+    public void getIntoBatch(StoreKey[] keys, MemorySegment[] dsts, int count, long[] results) {
+        for (int i = 0; i < count; i++) {
+            results[i] = getInto(keys[i], dsts[i]);
+        }
+    }
+
+    @Override
     public long size(String key) {
-        checkOpen("size", key);
+        StoreKey k = bytesOf(key);
+        checkOpen("size", k);
         lock.lock();
         try {
-            Entry e = liveEntry(key, System.nanoTime());
+            Entry e = liveEntry(k, System.nanoTime());
             return e == null ? -1 : e.data.byteSize();
         } finally {
             lock.unlock();
@@ -559,6 +608,21 @@ public final class MemoryStore implements KVStore {
 
     @Override
     public boolean remove(String key) {
+        return removeKey(bytesOf(key));
+    }
+
+    @Override
+    public int removeConsumed(StoreKey[] keys, int count) {
+        int n = 0;
+        for (int i = 0; i < count; i++) {
+            if (removeKey(keys[i])) {
+                n++;
+            }
+        }
+        return n;
+    }
+
+    private boolean removeKey(StoreKey key) {
         checkOpen("remove", key);
         Entry e;
         lock.lock();
@@ -582,14 +646,16 @@ public final class MemoryStore implements KVStore {
         return uri + " holds " + count() + " keys, " + usedBytes() + " of " + capacity + " bytes used";
     }
 
-    void checkOpen(String op, String key) {
+    /** Throws {@code CLOSED} naming {@code op} and {@code key} (or no key: null) once the store is closed. */
+    void checkOpen(String op, StoreKey key) {
         if (closed) {
             throw closedError(op, key);
         }
     }
 
-    KVException closedError(String op, String key) {
-        return KVException.of(ErrorCode.CLOSED, "the store is closed").store(uri).operation(op).key(key).build();
+    KVException closedError(String op, StoreKey key) {
+        return KVException.of(ErrorCode.CLOSED, "the store is closed").store(uri).operation(op)
+                .key(key == null ? null : key.toString()).build();
     }
 
     /** Whether {@link #close()} has begun. */

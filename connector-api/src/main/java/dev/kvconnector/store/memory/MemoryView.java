@@ -1,6 +1,7 @@
 package dev.kvconnector.store.memory;
 
 import dev.kvconnector.store.HandleErrors;
+import dev.kvconnector.store.StoreKey;
 import dev.kvconnector.store.StoreView;
 import java.lang.foreign.MemorySegment;
 
@@ -17,12 +18,12 @@ final class MemoryView implements StoreView {
     }
 
     /** {@code view} as a handle of {@code store}, checked to be empty. */
-    static MemoryView ownedBy(MemoryStore store, StoreView view, String key) {
+    static MemoryView ownedBy(MemoryStore store, StoreView view, StoreKey key) {
         if (!(view instanceof MemoryView v) || v.store != store) {
-            throw HandleErrors.foreignView(store.uri(), key);
+            throw HandleErrors.foreignView(store.uri(), key.toString());
         }
         if (v.entry != null) {
-            throw HandleErrors.viewStillHeld(store.uri(), key);
+            throw HandleErrors.viewStillHeld(store.uri(), key.toString());
         }
         return v;
     }

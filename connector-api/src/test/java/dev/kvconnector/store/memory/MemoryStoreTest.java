@@ -12,6 +12,7 @@ import dev.kvconnector.store.GetResult;
 import dev.kvconnector.store.KVStores;
 import dev.kvconnector.store.PutOptions;
 import dev.kvconnector.store.StoreClaim;
+import dev.kvconnector.store.StoreKey;
 import dev.kvconnector.store.StoreView;
 import dev.kvconnector.testkit.Segments;
 import java.lang.foreign.Arena;
@@ -302,6 +303,132 @@ class MemoryStoreTest {
             // LinkedHashMap made a node per stored value (about 40 bytes); the LruIndex makes none.
             assertTrue(best < cycles, cycles + " cycles of two stored values allocated " + best + " bytes");
             assertEquals(0, store.count());
+        }
+    }
+
+    @Test
+    void aSteadyStreamOfStoreKeyCallsUnderNewKeysAllocatesNothing() {
+        com.sun.management.ThreadMXBean mx =
+                (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+        StoreKey claimed = new StoreKey();
+        StoreKey put = new StoreKey();
+        StoreKey[] batch = {new StoreKey(), new StoreKey()};
+        StoreKey[] all = {claimed, put, batch[0], batch[1]};
+        try (MemoryStore store = MemoryStore.withCapacity(16L << 20); Arena arena = Arena.ofConfined()) {
+            // The smallest size whose blocks the store keeps for reuse: what a put of a new size allocates is its own.
+            MemorySegment value = Segments.random(arena, 64 << 10, 22);
+            long size = value.byteSize();
+            MemorySegment dst = arena.allocate(size);
+            MemorySegment[] values = {value, value};
+            MemorySegment[] dsts = {dst, arena.allocate(size)};
+            boolean[] stored = new boolean[2];
+            long[] results = new long[2];
+            StoreClaim claim = store.newClaim();
+            StoreView view = store.newView();
+            long best = Long.MAX_VALUE;
+            int cycles = 1_000;
+            int request = 0;
+            for (int round = 0; round < 10; round++) {
+                long before = mx.getCurrentThreadAllocatedBytes();
+                for (int i = 0; i < cycles; i++) {
+                    // Keys the store has never seen, refilled in place: each cycle is a request of new content.
+                    request++;
+                    claimed.clear().append("kvc1:{").append(request).append("}:claimed");
+                    put.clear().append("kvc1:{").append(request).append("}:put");
+                    for (int b = 0; b < batch.length; b++) {
+                        batch[b].clear().append("kvc1:{").append(request).append("}:L").append(b);
+                    }
+                    assertEquals(ClaimResult.CLAIMED, store.tryClaim(claimed, size, PutOptions.DEFAULT, claim));
+                    MemorySegment.copy(value, 0, claim.segment(), 0, 4096);
+                    assertTrue(claim.commit());
+                    assertEquals(size, store.tryView(claimed, view));
+                    view.release();
+                    assertTrue(store.put(put, value, PutOptions.DEFAULT));
+                    assertEquals(size, store.getInto(put, dst));
+                    store.putBatch(batch, values, batch.length, PutOptions.DEFAULT, stored);
+                    store.getIntoBatch(batch, dsts, batch.length, results);
+                    assertTrue(stored[0] && stored[1] && results[0] == size && results[1] == size);
+                    assertEquals(all.length, store.removeConsumed(all, all.length));
+                }
+                best = Math.min(best, mx.getCurrentThreadAllocatedBytes() - before);
+            }
+            // A call that took the String default would make a string (and an array for a batch) per call.
+            assertEquals(0, best, cycles + " requests under StoreKeys allocated " + best + " bytes");
+            assertEquals(0, store.count());
+        }
+    }
+
+    @Test
+    void aStringKeyAndItsStoreKeyNameTheSameObject() {
+        String[] texts = {"kvc1:{ab12}:L3", "h\u00e9llo-\u043a\u043b\u044e\u0447-\u9375-\ud83d\udd11", "a\u0000b"};
+        try (Arena a = Arena.ofConfined(); MemoryStore s = MemoryStore.withCapacity(1L << 20)) {
+            StoreClaim claim = s.newClaim();
+            StoreView view = s.newView();
+            MemorySegment dst = a.allocate(1000);
+            for (int i = 0; i < texts.length; i++) {
+                String text = texts[i];
+                MemorySegment v = Segments.random(a, 100 + i, 30 + i);
+                long size = v.byteSize();
+                s.put(text, v, PutOptions.DEFAULT);
+                StoreKey key = StoreKey.of(text);
+                assertEquals(size, s.getInto(key, dst), text);
+                assertTrue(Segments.equal(v, dst, size));
+                assertFalse(s.put(key, v, PutOptions.DEFAULT.withIfAbsent(true)), "the StoreKey missed " + text);
+                assertEquals(1, s.removeConsumed(new StoreKey[] {key}, 1));
+                assertFalse(s.exists(text));
+
+                assertTrue(s.put(key, v, PutOptions.DEFAULT));
+                key.set("refilled after the put");
+                assertEquals(size, s.size(text), "the store kept the caller's key, not a copy: " + text);
+                assertEquals(size, s.getInto(text, dst));
+                assertFalse(s.exists("refilled after the put"));
+                assertTrue(s.remove(text));
+
+                assertEquals(ClaimResult.CLAIMED, s.tryClaim(key.set(text), size, PutOptions.DEFAULT, claim));
+                key.set("refilled before the commit");
+                MemorySegment.copy(v, 0, claim.segment(), 0, size);
+                assertTrue(claim.commit());
+                assertEquals(size, s.getInto(text, dst), "the claim committed under the wrong key: " + text);
+                assertTrue(Segments.equal(v, dst, size));
+                assertFalse(s.exists("refilled before the commit"));
+                assertEquals(size, s.tryView(StoreKey.of(text), view));
+                assertTrue(Segments.equal(v, view.segment(), size));
+                view.release();
+            }
+            assertEquals(texts.length, s.count());
+            long[] results = new long[texts.length];
+            StoreKey[] keys = new StoreKey[texts.length];
+            MemorySegment[] dsts = new MemorySegment[texts.length];
+            for (int i = 0; i < texts.length; i++) {
+                keys[i] = StoreKey.of(texts[i]);
+                dsts[i] = a.allocate(1000);
+            }
+            s.getIntoBatch(keys, dsts, texts.length, results);
+            for (int i = 0; i < texts.length; i++) {
+                assertEquals(100 + i, results[i], texts[i]);
+            }
+        }
+    }
+
+    @Test
+    void errorsUnderAStoreKeyNameTheKeyAsText() {
+        String text = "kvc1:{\u00e9}:L0";
+        try (Arena a = Arena.ofConfined(); MemoryStore s = MemoryStore.withCapacity(100)) {
+            KVException tooLarge = assertThrows(KVException.class,
+                    () -> s.put(StoreKey.of(text), a.allocate(101), PutOptions.DEFAULT));
+            assertEquals(ErrorCode.VALUE_TOO_LARGE, tooLarge.code());
+            assertEquals(text, tooLarge.key());
+            StoreClaim claim = s.newClaim();
+            assertEquals(ClaimResult.CLAIMED, s.tryClaim(StoreKey.of(text), 10, PutOptions.DEFAULT, claim));
+            KVException held = assertThrows(KVException.class,
+                    () -> s.tryClaim(StoreKey.of("other"), 10, PutOptions.DEFAULT, claim));
+            assertEquals("other", held.key());
+            assertTrue(held.getMessage().contains(text), held.getMessage());
+            s.close();
+            KVException closed = assertThrows(KVException.class,
+                    () -> s.put(StoreKey.of(text), a.allocate(10), PutOptions.DEFAULT));
+            assertEquals(ErrorCode.CLOSED, closed.code());
+            assertEquals(text, closed.key());
         }
     }
 }
