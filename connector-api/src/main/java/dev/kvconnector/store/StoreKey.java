@@ -63,6 +63,9 @@ public final class StoreKey {
         for (int i = 0; i < n; i++) {
             char c = text.charAt(i);
             if (c < 0x80) {
+                if (length == bytes.length) {
+                    ensure(length + n - i);
+                }
                 bytes[length++] = (byte) c;
             } else {
                 i = appendWide(text, i, c);

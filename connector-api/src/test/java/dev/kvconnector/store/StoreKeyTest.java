@@ -44,6 +44,16 @@ class StoreKeyTest {
     }
 
     @Test
+    void aKeyGrowsForTheAsciiAfterWideCharactersThatFilledItsRoom() {
+        for (int wide = 0; wide < 200; wide++) {
+            String text = "é".repeat(wide) + "k".repeat(wide % 7 + 1);
+            StoreKey key = StoreKey.of(text);
+            assertEquals(text, key.toString());
+            assertEquals(text, new StoreKey().append("x").set(text).toString());
+        }
+    }
+
+    @Test
     void aSurrogatePairIsOneFourByteCharacterAndALoneSurrogateIsAQuestionMark() {
         String text = "a\uD83D\uDE00b\uD800c\uDC00";
         StoreKey key = StoreKey.of(text);

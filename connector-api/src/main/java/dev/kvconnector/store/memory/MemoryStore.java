@@ -43,9 +43,11 @@ import java.util.concurrent.locks.ReentrantLock;
  * the string {@code s} and {@code StoreKey.of(s)} name the same object. Errors name the key as text.
  *
  * <p>Values of 64 KiB and more live in blocks rounded up to a size class (four classes per power of two, so at most
- * 25% slack, counted against the capacity), and a freed block is kept for the next value of its class while the
- * capacity allows. A steady stream of same-sized layers then reuses memory whose pages are already mapped, instead
- * of faulting in fresh pages on every put: on the project's machines a fresh 4 MiB costs about 1024 page faults.
+ * 25% slack, counted against the capacity), smaller ones in blocks of their exact size, and a freed block is kept,
+ * with its entry, for the next value of its class while the capacity allows. A steady stream of same-sized layers
+ * then reuses memory whose pages are already mapped, instead of faulting in fresh pages on every put (on the
+ * project's machines a fresh 4 MiB costs about 1024 page faults), and a stream of small values (manifests) makes no
+ * entry per value.
  *
  * <p>Zero-copy: the store declares {@link StoreCapability#CLAIM} and {@link StoreCapability#VIEW}. A claim
  * ({@link MemoryClaim}) reserves a block against the capacity at once and publishes it on commit; a view
@@ -463,7 +465,7 @@ public final class MemoryStore implements KVStore {
         lock.lock();
         try {
             reservedBytes -= size;
-            keep = !closed && size >= KeptBlocks.MIN_BYTES && reservedBytes + freeBlocks.bytes() + size <= capacity;
+            keep = !closed && reservedBytes + freeBlocks.bytes() + size <= capacity;
             if (keep) {
                 freeBlocks.keep(block);
             }
