@@ -29,12 +29,12 @@ final class CallGate {
     /**
      * Counts a call in flight.
      *
-     * @param key the key the call is about, for the error, or null
+     * @param key the key the call is about, named only in the error, or null
      * @return the file's size in bytes as the call enters, at least the store's tables (the payload may be cut)
      * @throws KVException CLOSED once {@link #close()} has begun; CORRUPT_OBJECT when the file was truncated into the
      *     tables (nothing is counted then)
      */
-    long enter(String op, String key) {
+    long enter(String op, KeyScratch key) {
         long size = tryEnter();
         if (size >= 0) {
             return size;
@@ -68,7 +68,7 @@ final class CallGate {
      *
      * @throws KVException CLOSED after the close; CORRUPT_OBJECT when the file is now shorter than {@code end}
      */
-    void requireCovers(long end, String op, String key) {
+    void requireCovers(long end, String op, KeyScratch key) {
         if (closed.get()) {
             throw closedError(op, key);
         }
@@ -99,8 +99,8 @@ final class CallGate {
         return true;
     }
 
-    KVException closedError(String op, String key) {
+    KVException closedError(String op, KeyScratch key) {
         return KVException.of(ErrorCode.CLOSED, "this instance of the store in " + file.path() + " is closed")
-                .store(uri).operation(op).key(key).build();
+                .store(uri).operation(op).key(KeyScratch.textOf(key)).build();
     }
 }

@@ -2,24 +2,32 @@ package dev.kvconnector.store.shm;
 
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
+import dev.kvconnector.store.StoreKey;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
+import java.nio.charset.StandardCharsets;
 
 /**
- * One thread's reusable key buffer: a key is encoded to UTF-8 here, without allocating, then hashed and compared
- * against keys in the mapped file. One per thread, created on the thread's first call.
+ * A key's UTF-8 bytes and hash, as they are compared against the keys in the mapped file. Each thread has one
+ * reusable scratch, created on its first call, into which every call puts its key without allocating: a
+ * {@code String} key is encoded, a {@link StoreKey}'s bytes are copied as they are, so that both forms of a key find
+ * the same entry. A claim or a view handle keeps a copy of its key in a scratch of its own ({@link #copyFrom}).
+ *
+ * <p>A scratch also names its key in errors: the store's parts take it where they need the key only for a message,
+ * and decode its bytes ({@link #text()}) only when they build one, so that a {@code StoreKey} call makes no string.
  */
 final class KeyScratch {
     private static final ThreadLocal<KeyScratch> CURRENT = ThreadLocal.withInitial(KeyScratch::new);
 
     /** On the heap: a virtual thread per request then costs one small array, not an arena and its cleaner. */
-    final MemorySegment bytes = MemorySegment.ofArray(new byte[ShmLayout.MAX_KEY_BYTES + 8]);
+    private final byte[] array = new byte[ShmLayout.MAX_KEY_BYTES + 8];
+    /** The key's bytes, over {@link #array}. */
+    final MemorySegment bytes = MemorySegment.ofArray(array);
     /** Encoded length in bytes, or -1 when the key is longer than {@link ShmLayout#MAX_KEY_BYTES}. */
     int length;
     long hash;
-    /** Offset of the lease record this thread holds during a read, or -1. */
+    /** Offset of the lease record this thread holds during a read, or -1; unused in a handle's copy. */
     long leaseOffset = -1;
-    /** The state word of the entry the last hit found, as the probe read it. */
+    /** The state word of the entry the last hit found, as the probe read it; unused in a handle's copy. */
     long stateWord;
 
     /**
@@ -29,15 +37,34 @@ final class KeyScratch {
      */
     static KeyScratch of(String key, String op, String uri) {
         if (key == null) {
-            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "the key is null").store(uri).operation(op).build();
+            throw nullKey(op, uri);
         }
         KeyScratch k = encode(key);
         if (k.length < 0) {
-            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "the key is longer than " + ShmLayout.MAX_KEY_BYTES
-                    + " UTF-8 bytes").store(uri).operation(op).key(key)
-                    .hint("shorten the key, or hash its tail (a key scheme can do that)").build();
+            throw tooLong(key, op, uri);
         }
         return k;
+    }
+
+    /**
+     * {@code key}'s bytes copied into this thread's scratch, as they are (they are the UTF-8 bytes that
+     * {@link #of(String, String, String)} encodes its string into), and hashed the same.
+     *
+     * @throws KVException INVALID_ARGUMENT for a null key or one longer than {@link ShmLayout#MAX_KEY_BYTES}, naming
+     *     the key
+     */
+    static KeyScratch of(StoreKey key, String op, String uri) {
+        if (key == null) {
+            throw nullKey(op, uri);
+        }
+        if (key.length() > ShmLayout.MAX_KEY_BYTES) {
+            throw tooLong(key.toString(), op, uri);
+        }
+        KeyScratch s = CURRENT.get();
+        key.copyTo(s.array, 0);
+        s.length = key.length();
+        s.hash = s.hash();
+        return s;
     }
 
     static KeyScratch encode(String key) {
@@ -47,6 +74,33 @@ final class KeyScratch {
             s.hash = s.hash();
         }
         return s;
+    }
+
+    /** Makes this scratch hold {@code other}'s key: its bytes, length and hash. */
+    void copyFrom(KeyScratch other) {
+        System.arraycopy(other.array, 0, array, 0, other.length);
+        length = other.length;
+        hash = other.hash;
+    }
+
+    /** The key's text, decoded from its bytes into a new string: for an error's message, not for a call's path. */
+    String text() {
+        return new String(array, 0, length, StandardCharsets.UTF_8);
+    }
+
+    /** {@code key}'s {@link #text()}, or null for no key. */
+    static String textOf(KeyScratch key) {
+        return key == null ? null : key.text();
+    }
+
+    private static KVException nullKey(String op, String uri) {
+        return KVException.of(ErrorCode.INVALID_ARGUMENT, "the key is null").store(uri).operation(op).build();
+    }
+
+    private static KVException tooLong(String key, String op, String uri) {
+        return KVException.of(ErrorCode.INVALID_ARGUMENT, "the key is longer than " + ShmLayout.MAX_KEY_BYTES
+                + " UTF-8 bytes").store(uri).operation(op).key(key)
+                .hint("shorten the key, or hash its tail (a key scheme can do that)").build();
     }
 
     /** UTF-8 as {@code String.getBytes(UTF_8)} writes it (unpaired surrogates become '?'). */
@@ -98,14 +152,14 @@ final class KeyScratch {
     }
 
     private void put(int p, int b) {
-        bytes.set(ValueLayout.JAVA_BYTE, p, (byte) b);
+        array[p] = (byte) b;
     }
 
     /** FNV-1a over the bytes, then the murmur3 finalizer so that both halves of the hash are well mixed. */
     private long hash() {
         long h = 0xcbf29ce484222325L;
         for (int i = 0; i < length; i++) {
-            h ^= bytes.get(ValueLayout.JAVA_BYTE, i) & 0xFF;
+            h ^= array[i] & 0xFF;
             h *= 0x100000001b3L;
         }
         h ^= h >>> 33;

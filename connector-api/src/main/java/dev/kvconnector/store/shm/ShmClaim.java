@@ -21,15 +21,19 @@ import java.lang.foreign.MemorySegment;
  * {@code CORRUPT_OBJECT} naming it instead, and the commit then frees the claim.
  *
  * <p>The segment is a slice of the mapping from the store's {@link SliceCache}: claiming the same blocks again hands
- * out the same segment object, so a steady stream of claims allocates nothing.
+ * out the same segment object, and the key is copied into the handle's own {@link KeyScratch}, so a steady stream of
+ * claims allocates nothing, under new keys too.
  */
 final class ShmClaim implements StoreClaim {
     private final Object owner;
     private final String uri;
     private final CallGate gate;
     private final ShmWriter writer;
-    /** The key, re-encoded at the commit (the encoding scratch belongs to the thread, not the handle). */
-    String key;
+    /**
+     * The claimed key's bytes and hash, which the commit publishes the entry under (the thread's scratch holds other
+     * keys by then); refilled by each claim, and kept after the handle empties until the next.
+     */
+    final KeyScratch key = new KeyScratch();
     /** The entry record, or -1 when the handle is empty. */
     int entry = -1;
     /** The entry's state word (generation and WRITING) at the claim: another word means a repair reclaimed it. */
@@ -53,20 +57,23 @@ final class ShmClaim implements StoreClaim {
     }
 
     /** {@code claim} as a handle of {@code owner}'s, checked to be empty. */
-    static ShmClaim ownedBy(Object owner, String uri, StoreClaim claim, String key) {
+    static ShmClaim ownedBy(Object owner, String uri, StoreClaim claim, KeyScratch key) {
         if (!(claim instanceof ShmClaim c) || c.owner != owner) {
-            throw HandleErrors.foreignClaim(uri, key);
+            throw HandleErrors.foreignClaim(uri, key.text());
         }
         if (c.segment != null) {
-            throw HandleErrors.claimStillHeld(uri, c.key, key);
+            throw HandleErrors.claimStillHeld(uri, c.key.text(), key.text());
         }
         return c;
     }
 
-    /** Takes over entry {@code claimEntry}, WRITING under {@code claimStateWord}, its bytes {@code claimSegment}. */
-    void hold(String claimKey, int claimEntry, long claimStateWord, MemorySegment claimSegment, long claimEnd,
+    /**
+     * Takes over entry {@code claimEntry} of {@code claimKey} (copied), WRITING under {@code claimStateWord}, its bytes
+     * {@code claimSegment}.
+     */
+    void hold(KeyScratch claimKey, int claimEntry, long claimStateWord, MemorySegment claimSegment, long claimEnd,
               long expires, boolean absent) {
-        this.key = claimKey;
+        this.key.copyFrom(claimKey);
         this.entry = claimEntry;
         this.stateWord = claimStateWord;
         this.segment = claimSegment;
@@ -96,10 +103,9 @@ final class ShmClaim implements StoreClaim {
     @Override
     public boolean commit() {
         requireClaimed("commit");
-        String claimed = key;
         long fileSize;
         try {
-            fileSize = gate.enter("commit", claimed);
+            fileSize = gate.enter("commit", key);
         } catch (KVException closedOrCut) {
             clear();
             throw closedOrCut;
@@ -133,14 +139,13 @@ final class ShmClaim implements StoreClaim {
 
     /** Empties the handle. */
     void clear() {
-        key = null;
         entry = -1;
         segment = null;
     }
 
     private void requireClaimed(String op) {
         if (gate.isClosed()) {
-            throw gate.closedError(op, key);
+            throw gate.closedError(op, segment == null ? null : key);
         }
         if (segment == null) {
             throw HandleErrors.noClaim(uri, op);

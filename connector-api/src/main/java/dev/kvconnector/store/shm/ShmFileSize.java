@@ -88,7 +88,7 @@ final class ShmFileSize implements AutoCloseable {
      *
      * @throws KVException CORRUPT_OBJECT from {@link #cutShort}
      */
-    void requireCovers(long size, long end, String op, String key) {
+    void requireCovers(long size, long end, String op, KeyScratch key) {
         if (size < end) {
             throw cutShort(size, op, key, null);
         }
@@ -103,7 +103,7 @@ final class ShmFileSize implements AutoCloseable {
      * safepoint poll, after the store's call returned. Shorter copies end within a few microseconds of the size that
      * the call entered with, and would pay the {@code fstat} in proportion: they are not checked again.
      */
-    void recheck(long end, long len, String op, String key) {
+    void recheck(long end, long len, String op, KeyScratch key) {
         if (len >= RECHECK_BYTES) {
             requireCovers(now(), end, op, key);
         }
@@ -114,7 +114,7 @@ final class ShmFileSize implements AutoCloseable {
      * {@link #cutShort} when the file is now shorter than the mapping, else null (the caller decides: a write into a
      * sparse tmpfs file also faults when the tmpfs has no page left).
      */
-    KVException truncated(InternalError fault, String op, String key) {
+    KVException truncated(InternalError fault, String op, KeyScratch key) {
         long size = now();
         return size >= layout.fileSize() ? null : cutShort(size, op, key, fault);
     }
@@ -125,7 +125,7 @@ final class ShmFileSize implements AutoCloseable {
      * it there because compiled code raises such a fault at its next safepoint poll, which may lie in any frame of the
      * call (a return from a method compiled on its own), not only around the copy that took it.
      */
-    RuntimeException named(InternalError fault, String op, String key) {
+    RuntimeException named(InternalError fault, String op, KeyScratch key) {
         KVException truncated = truncated(fault, op, key);
         if (truncated == null) {
             throw fault;
@@ -137,17 +137,18 @@ final class ShmFileSize implements AutoCloseable {
      * CORRUPT_OBJECT for a file of {@code size} bytes, shorter than the mapping: it names the file, both sizes, what
      * is lost, and the likely cause.
      *
+     * @param key the key the call is about, or null
      * @param cause the fault that revealed it, or null
      */
-    KVException cutShort(long size, String op, String key, Throwable cause) {
+    KVException cutShort(long size, String op, KeyScratch key, Throwable cause) {
         String lost = holdsTables(size) ? "values stored past byte " + size + " are lost; those before it can still be "
                 + "read" : "the store's tables are lost with it, so no value can be read";
         return KVException.of(ErrorCode.CORRUPT_OBJECT, path + " is " + (size < 0 ? "unreadable (" + size + ")"
                 : size + " bytes") + ", but this store mapped it at " + layout.fileSize() + " bytes: another process "
-                + "truncated or replaced it while the store was open; " + lost).store(uri).operation(op).key(key)
-                .cause(cause).hint("no store shrinks its file: find what truncated or overwrote " + path
-                        + " (a truncate, cp or > onto it), then close every store on it, delete it and open again to "
-                        + "create a fresh store").build();
+                + "truncated or replaced it while the store was open; " + lost).store(uri).operation(op)
+                .key(KeyScratch.textOf(key)).cause(cause).hint("no store shrinks its file: find what truncated or "
+                        + "overwrote " + path + " (a truncate, cp or > onto it), then close every store on it, delete "
+                        + "it and open again to create a fresh store").build();
     }
 
     @Override

@@ -21,6 +21,8 @@ final class ShmIndex {
     static final int MISS = -1;
 
     private final MemorySegment map;
+    /** The slot table, sliced once: a rebuild empties it without allocating a slice each time. */
+    private final MemorySegment slots;
     private final ShmLayout lay;
     private final EntryTable entries;
     private final LeaseTable leases;
@@ -32,6 +34,7 @@ final class ShmIndex {
     ShmIndex(MemorySegment map, ShmLayout lay, EntryTable entries, LeaseTable leases, ShmLock lock, Path path,
              String uri) {
         this.map = map;
+        this.slots = map.asSlice(lay.indexOffset(), lay.slotCount() * 8);
         this.lay = lay;
         this.entries = entries;
         this.leases = leases;
@@ -194,7 +197,7 @@ final class ShmIndex {
     void beginRebuild() {
         long epoch = word(map, H_INDEX_EPOCH);
         setEpoch((epoch & 1) == 1 ? epoch : epoch + 1);
-        map.asSlice(lay.indexOffset(), lay.slotCount() * 8).fill((byte) 0);
+        slots.fill((byte) 0);
         setWord(map, H_USED_SLOTS, 0);
         setWord(map, H_TOMBSTONES, 0);
     }

@@ -79,10 +79,10 @@ final class ShmReader {
      *
      * @param fileSize the file's size in bytes as the call entered ({@link CallGate#enter})
      */
-    long getInto(KeyScratch k, String key, MemorySegment dst, long fileSize) {
+    long getInto(KeyScratch k, MemorySegment dst, long fileSize) {
         if (dst == null || dst.isReadOnly()) {
             throw KVException.of(ErrorCode.INVALID_ARGUMENT, "the destination is " + (dst == null ? "null"
-                    : "read-only")).store(uri).operation("get").key(key).build();
+                    : "read-only")).store(uri).operation("get").key(k.text()).build();
         }
         int e = lookup(k);
         if (e < 0) {
@@ -90,8 +90,8 @@ final class ShmReader {
         }
         try {
             long len = entries.valueLength(e);
-            long src = payload(e, "get", key);
-            file.size().requireCovers(fileSize, src + len, "get", key);
+            long src = payload(e, "get", k);
+            file.size().requireCovers(fileSize, src + len, "get", k);
             if (len > dst.byteSize()) {
                 return GetResult.tooSmall(len);
             }
@@ -103,11 +103,11 @@ final class ShmReader {
             } else {
                 MemorySegment.copy(map, src, dst, 0, len);
             }
-            file.size().recheck(src + len, len, "get", key);
+            file.size().recheck(src + len, len, "get", k);
             entries.markReferenced(e);
             return len;
         } catch (InternalError fault) {
-            throw file.size().named(fault, "get", key);
+            throw file.size().named(fault, "get", k);
         } finally {
             release(k);
         }
@@ -119,14 +119,14 @@ final class ShmReader {
      * @param fileSize the file's size in bytes as the call entered ({@link CallGate#enter}): a value that a truncation
      *     cut off is not reported as there, but as CORRUPT_OBJECT
      */
-    long size(KeyScratch k, String key, long fileSize) {
+    long size(KeyScratch k, long fileSize) {
         int e = lookup(k);
         if (e < 0) {
             return -1;
         }
         try {
             long len = entries.valueLength(e);
-            file.size().requireCovers(fileSize, payload(e, "size", key) + len, "size", key);
+            file.size().requireCovers(fileSize, payload(e, "size", k) + len, "size", k);
             return len;
         } finally {
             release(k);
@@ -141,17 +141,17 @@ final class ShmReader {
      * @throws KVException BUSY when this instance already holds {@value ShmStore#MAX_VIEWS} views; CORRUPT_OBJECT
      *     when a truncation of the file cut the value off
      */
-    long view(KeyScratch k, String key, ShmView v, long fileSize) {
+    long view(KeyScratch k, ShmView v, long fileSize) {
         if (viewsHeld.incrementAndGet() > ShmStore.MAX_VIEWS) {
             viewsHeld.decrementAndGet();
             throw KVException.of(ErrorCode.BUSY, "this store instance holds " + ShmStore.MAX_VIEWS + " views already")
-                    .store(uri).operation("tryView").key(key)
+                    .store(uri).operation("tryView").key(k.text())
                     .hint("release views before taking more; each held view keeps one of the "
                             + ShmLayout.LEASES_PER_PROC + " lease records of this instance").build();
         }
         boolean held = false;
         try {
-            long r = viewHeld(k, key, v, fileSize);
+            long r = viewHeld(k, v, fileSize);
             held = r >= 0;
             return r;
         } finally {
@@ -167,7 +167,7 @@ final class ShmReader {
         releaseAt(leaseOffset);
     }
 
-    private long viewHeld(KeyScratch k, String key, ShmView v, long fileSize) {
+    private long viewHeld(KeyScratch k, ShmView v, long fileSize) {
         int e = lookup(k);
         if (e < 0) {
             return GetResult.MISS;
@@ -176,14 +176,14 @@ final class ShmReader {
         long src;
         try {
             len = entries.valueLength(e);
-            src = payload(e, "tryView", key);
-            file.size().requireCovers(fileSize, src + len, "tryView", key);
+            src = payload(e, "tryView", k);
+            file.size().requireCovers(fileSize, src + len, "tryView", k);
             entries.markReferenced(e);
         } catch (RuntimeException ex) {
             release(k);
             throw ex;
         }
-        v.hold(key, k.leaseOffset, viewSlices.slice(src, len), src + len);
+        v.hold(k, k.leaseOffset, viewSlices.slice(src, len), src + len);
         k.leaseOffset = -1;
         return len;
     }
@@ -211,7 +211,7 @@ final class ShmReader {
     }
 
     /** The entry's payload offset in the file, after checking the entry's numbers against the payload area. */
-    long payload(int e, String op, String key) {
+    long payload(int e, String op, KeyScratch key) {
         long off = entries.payloadOffset(e);
         long blocks = entries.blocks(e);
         long len = entries.valueLength(e);
@@ -219,7 +219,7 @@ final class ShmReader {
             throw KVException.of(ErrorCode.CORRUPT_OBJECT, "entry " + e + " of " + file.path()
                     + " claims payload offset=" + off + " blocks=" + blocks + " length=" + len
                     + " outside the payload area of " + lay.capacity() + " bytes in blocks of " + lay.blockSize())
-                    .store(uri).operation(op).key(key).hint("the file " + file.path()
+                    .store(uri).operation(op).key(key.text()).hint("the file " + file.path()
                             + " was changed by something else; delete it if no process uses it").build();
         }
         return lay.payloadOffset() + off;

@@ -8,6 +8,7 @@ import dev.kvconnector.store.PutOptions;
 import dev.kvconnector.store.StoreCapability;
 import dev.kvconnector.store.StoreClaim;
 import dev.kvconnector.store.StoreEventListener;
+import dev.kvconnector.store.StoreKey;
 import dev.kvconnector.store.StoreSubscription;
 import dev.kvconnector.store.StoreUri;
 import dev.kvconnector.store.StoreView;
@@ -29,11 +30,13 @@ import org.slf4j.LoggerFactory;
  * <p>URI: {@code shm:/NAME?capacity=4GiB&dir=/dev/shm&entries=65536&block=4KiB&ttl=0}; the package comment lists
  * each option, its default, which opener's sizes hold, and what a call allocates.
  *
- * <p>Keys are up to {@value #MAX_KEY_BYTES} UTF-8 bytes. When the store is full, a put evicts committed, unleased
- * entries in CLOCK order: recently read entries get a second chance, expired ones do not.
- * {@link dev.kvconnector.store.Pin} is ignored. Values being read are never evicted, freed or overwritten
- * underneath their readers. Expiry uses the wall clock ({@code System.currentTimeMillis()}), the one clock all
- * processes share.
+ * <p>Keys are up to {@value #MAX_KEY_BYTES} UTF-8 bytes, kept in the file as those bytes. A {@link StoreKey}'s bytes
+ * are taken as they are, a {@code String} is encoded, so both forms of a key name the same object; every
+ * {@code StoreKey} method is overridden to allocate nothing ({@code sendGetIntoBatch} excepted: this store does not
+ * declare {@link StoreCapability#PIPELINED_READ}). When the store is full, a put evicts committed, unleased entries in
+ * CLOCK order: recently read entries get a second chance, expired ones do not. {@link dev.kvconnector.store.Pin} is
+ * ignored. Values being read are never evicted, freed or overwritten underneath their readers. Expiry uses the wall
+ * clock ({@code System.currentTimeMillis()}), the one clock all processes share.
  *
  * <p>Limits: 64 store instances open on one file at once (across all processes), and 63 reads in flight per
  * instance (further readers spin until one finishes), of which at most {@value #MAX_VIEWS} held views.
@@ -156,35 +159,72 @@ public final class ShmStore implements KVStore {
 
     @Override
     public boolean put(String key, MemorySegment value, PutOptions options) {
-        long fileSize = gate.enter("put", key);
+        return put(KeyScratch.of(key, "put", uri), value, options);
+    }
+
+    /** {@link #put(String, MemorySegment, PutOptions)}, taking the key's bytes as they are: allocates nothing. */
+    @Override
+    public boolean put(StoreKey key, MemorySegment value, PutOptions options) {
+        return put(KeyScratch.of(key, "put", uri), value, options);
+    }
+
+    private boolean put(KeyScratch k, MemorySegment value, PutOptions options) {
+        long fileSize = gate.enter("put", k);
         try {
-            return writer.put(KeyScratch.of(key, "put", uri), key, value, options, fileSize);
+            return writer.put(k, value, options, fileSize);
         } catch (InternalError fault) {
-            throw file.size().named(fault, "put", key);
+            throw file.size().named(fault, "put", k);
         } finally {
             gate.exit();
+        }
+    }
+
+    /** Loops over {@link #put(StoreKey, MemorySegment, PutOptions)}: allocates nothing. */
+    @Override
+    public void putBatch(StoreKey[] keys, MemorySegment[] values, int count, PutOptions options, boolean[] stored) {
+        for (int i = 0; i < count; i++) {
+            stored[i] = put(keys[i], values[i], options);
         }
     }
 
     @Override
     public long getInto(String key, MemorySegment dst) {
-        long fileSize = gate.enter("get", key);
+        return getInto(KeyScratch.of(key, "get", uri), dst);
+    }
+
+    /** {@link #getInto(String, MemorySegment)}, taking the key's bytes as they are: allocates nothing. */
+    @Override
+    public long getInto(StoreKey key, MemorySegment dst) {
+        return getInto(KeyScratch.of(key, "get", uri), dst);
+    }
+
+    private long getInto(KeyScratch k, MemorySegment dst) {
+        long fileSize = gate.enter("get", k);
         try {
-            return reader.getInto(KeyScratch.of(key, "get", uri), key, dst, fileSize);
+            return reader.getInto(k, dst, fileSize);
         } catch (InternalError fault) {
-            throw file.size().named(fault, "get", key);
+            throw file.size().named(fault, "get", k);
         } finally {
             gate.exit();
         }
     }
 
+    /** Loops over {@link #getInto(StoreKey, MemorySegment)}: allocates nothing. */
+    @Override
+    public void getIntoBatch(StoreKey[] keys, MemorySegment[] dsts, int count, long[] results) {
+        for (int i = 0; i < count; i++) {
+            results[i] = getInto(keys[i], dsts[i]);
+        }
+    }
+
     @Override
     public long size(String key) {
-        long fileSize = gate.enter("size", key);
+        KeyScratch k = KeyScratch.of(key, "size", uri);
+        long fileSize = gate.enter("size", k);
         try {
-            return reader.size(KeyScratch.of(key, "size", uri), key, fileSize);
+            return reader.size(k, fileSize);
         } catch (InternalError fault) {
-            throw file.size().named(fault, "size", key);
+            throw file.size().named(fault, "size", k);
         } finally {
             gate.exit();
         }
@@ -192,14 +232,30 @@ public final class ShmStore implements KVStore {
 
     @Override
     public boolean remove(String key) {
-        gate.enter("remove", key);
+        return remove(KeyScratch.of(key, "remove", uri));
+    }
+
+    private boolean remove(KeyScratch k) {
+        gate.enter("remove", k);
         try {
-            return writer.remove(KeyScratch.of(key, "remove", uri));
+            return writer.remove(k);
         } catch (InternalError fault) {
-            throw file.size().named(fault, "remove", key);
+            throw file.size().named(fault, "remove", k);
         } finally {
             gate.exit();
         }
+    }
+
+    /** Removes each key as {@link #remove(String)} does, taking the keys' bytes as they are: allocates nothing. */
+    @Override
+    public int removeConsumed(StoreKey[] keys, int count) {
+        int n = 0;
+        for (int i = 0; i < count; i++) {
+            if (remove(KeyScratch.of(keys[i], "remove", uri))) {
+                n++;
+            }
+        }
+        return n;
     }
 
     /** A claim handle for this store. */
@@ -216,12 +272,21 @@ public final class ShmStore implements KVStore {
      */
     @Override
     public int tryClaim(String key, long bytes, PutOptions options, StoreClaim claim) {
-        long fileSize = gate.enter("tryClaim", key);
+        return tryClaim(KeyScratch.of(key, "tryClaim", uri), bytes, options, claim);
+    }
+
+    /** {@link #tryClaim(String, long, PutOptions, StoreClaim)}, taking the key's bytes as they are. */
+    @Override
+    public int tryClaim(StoreKey key, long bytes, PutOptions options, StoreClaim claim) {
+        return tryClaim(KeyScratch.of(key, "tryClaim", uri), bytes, options, claim);
+    }
+
+    private int tryClaim(KeyScratch k, long bytes, PutOptions options, StoreClaim claim) {
+        long fileSize = gate.enter("tryClaim", k);
         try {
-            KeyScratch k = KeyScratch.of(key, "tryClaim", uri);
-            return writer.claim(k, key, bytes, options, ShmClaim.ownedBy(this, uri, claim, key), fileSize);
+            return writer.claim(k, bytes, options, ShmClaim.ownedBy(this, uri, claim, k), fileSize);
         } catch (InternalError fault) {
-            throw file.size().named(fault, "tryClaim", key);
+            throw file.size().named(fault, "tryClaim", k);
         } finally {
             gate.exit();
         }
@@ -241,12 +306,21 @@ public final class ShmStore implements KVStore {
      */
     @Override
     public long tryView(String key, StoreView view) {
-        long fileSize = gate.enter("tryView", key);
+        return tryView(KeyScratch.of(key, "tryView", uri), view);
+    }
+
+    /** {@link #tryView(String, StoreView)}, taking the key's bytes as they are. */
+    @Override
+    public long tryView(StoreKey key, StoreView view) {
+        return tryView(KeyScratch.of(key, "tryView", uri), view);
+    }
+
+    private long tryView(KeyScratch k, StoreView view) {
+        long fileSize = gate.enter("tryView", k);
         try {
-            KeyScratch k = KeyScratch.of(key, "tryView", uri);
-            return reader.view(k, key, ShmView.ownedBy(this, uri, view, key), fileSize);
+            return reader.view(k, ShmView.ownedBy(this, uri, view, k), fileSize);
         } catch (InternalError fault) {
-            throw file.size().named(fault, "tryView", key);
+            throw file.size().named(fault, "tryView", k);
         } finally {
             gate.exit();
         }

@@ -17,7 +17,8 @@ import java.lang.foreign.MemorySegment;
  * back (or only empties the handle when the cut reached the store's tables). A segment taken before the cut and read
  * after it gets the JVM's {@link InternalError} for the lost pages, never freed memory.
  *
- * <p>The segment comes from the store's {@link SliceCache}, so viewing the same value again allocates nothing.
+ * <p>The segment comes from the store's {@link SliceCache}, and the key is copied into the handle's own
+ * {@link KeyScratch}, so viewing the same value again allocates nothing, under a new key too.
  */
 final class ShmView implements StoreView {
     private final Object owner;
@@ -28,8 +29,8 @@ final class ShmView implements StoreView {
     private long leaseOffset = -1;
     /** The file offset just past the value: the file must be at least this long to read it. */
     private long end;
-    /** The key viewed, for errors. */
-    private String key;
+    /** The key viewed, for errors; refilled by each view. */
+    private final KeyScratch key = new KeyScratch();
     private MemorySegment segment;
 
     /**
@@ -44,22 +45,22 @@ final class ShmView implements StoreView {
     }
 
     /** {@code view} as a handle of {@code owner}'s, checked to be empty. */
-    static ShmView ownedBy(Object owner, String uri, StoreView view, String key) {
+    static ShmView ownedBy(Object owner, String uri, StoreView view, KeyScratch key) {
         if (!(view instanceof ShmView v) || v.owner != owner) {
-            throw HandleErrors.foreignView(uri, key);
+            throw HandleErrors.foreignView(uri, key.text());
         }
         if (v.segment != null) {
-            throw HandleErrors.viewStillHeld(uri, key);
+            throw HandleErrors.viewStillHeld(uri, key.text());
         }
         return v;
     }
 
     /**
-     * Takes over the lease record at {@code offset}, which names the entry of {@code viewedKey} whose value
+     * Takes over the lease record at {@code offset}, which names the entry of {@code viewedKey} (copied) whose value
      * {@code readOnly} is, ending at file offset {@code valueEnd}.
      */
-    void hold(String viewedKey, long offset, MemorySegment readOnly, long valueEnd) {
-        this.key = viewedKey;
+    void hold(KeyScratch viewedKey, long offset, MemorySegment readOnly, long valueEnd) {
+        this.key.copyFrom(viewedKey);
         this.leaseOffset = offset;
         this.segment = readOnly;
         this.end = valueEnd;
@@ -88,7 +89,6 @@ final class ShmView implements StoreView {
         long offset = leaseOffset;
         leaseOffset = -1;
         segment = null;
-        key = null;
         // After the close the lease is gone with the instance's slot, after a cut into the tables with the file:
         // only the handle is emptied.
         if (gate.tryEnter() != CallGate.REFUSED) {

@@ -65,14 +65,14 @@ final class ShmWriter {
      *
      * @param fileSize the file's size in bytes as the call entered ({@link CallGate#enter})
      */
-    boolean put(KeyScratch k, String key, MemorySegment value, PutOptions options, long fileSize) {
+    boolean put(KeyScratch k, MemorySegment value, PutOptions options, long fileSize) {
         if (value == null || options == null) {
             throw KVException.of(ErrorCode.INVALID_ARGUMENT, "value and options must not be null").store(uri)
-                    .operation("put").key(key).build();
+                    .operation("put").key(k.text()).build();
         }
         long len = value.byteSize();
-        checkFits(len, "put", key);
-        requireWhole(fileSize, "put", key);
+        checkFits(len, "put", k);
+        requireWhole(fileSize, "put", k);
         boolean ifAbsent = options.ifAbsent();
         if (ifAbsent && reader.contains(k)) {
             return false;
@@ -86,19 +86,19 @@ final class ShmWriter {
         try {
             e = space.allocate(k, blocks, len, now);
             if (e < 0) {
-                throw storeFull(e, blocks, "put", key);
+                throw storeFull(e, blocks, "put", k);
             }
             mine = entries.stateWord(e);
         } finally {
             lock.unlock();
         }
-        copyIn(e, mine, value, len, key);
+        copyIn(e, mine, value, len, k);
         lock.lock();
-        return publishLocked(e, mine, k, expires, ifAbsent, now, ShmTestHooks.LOCK_PAUSE_MS, "put", key);
+        return publishLocked(e, mine, k, expires, ifAbsent, now, ShmTestHooks.LOCK_PAUSE_MS, "put");
     }
 
     /** Copies a put's value into its entry's blocks; on a failure frees the entry and throws. */
-    private void copyIn(int e, long mine, MemorySegment value, long len, String key) {
+    private void copyIn(int e, long mine, MemorySegment value, long len, KeyScratch key) {
         boolean copied = false;
         try {
             long dst = reader.payload(e, "put", key);
@@ -119,7 +119,7 @@ final class ShmWriter {
             }
             // A write to a sparse tmpfs file faults (SIGBUS) when the tmpfs has no page left.
             throw KVException.of(ErrorCode.STORE_FULL, "the file system of " + file.path() + " has no room for a "
-                    + len + "-byte value: " + fault.getMessage()).store(uri).operation("put").key(key)
+                    + len + "-byte value: " + fault.getMessage()).store(uri).operation("put").key(key.text())
                     .cause(fault).hint("grow the tmpfs (mount -o remount,size=... " + file.path().getParent()
                             + ") to hold the capacity of every store in it, or lower capacity=").build();
         } finally {
@@ -131,18 +131,18 @@ final class ShmWriter {
 
     /**
      * Allocates the entry and blocks for {@code bytes} bytes as a put does and hands {@code c} a slice of the
-     * mapping over them; {@link ClaimResult#EXISTS} or {@link ClaimResult#FULL} where a put would return false or
-     * fail with STORE_FULL.
+     * mapping over them and a copy of the key, for its commit; {@link ClaimResult#EXISTS} or {@link ClaimResult#FULL}
+     * where a put would return false or fail with STORE_FULL.
      *
      * @param fileSize the file's size in bytes as the call entered ({@link CallGate#enter})
      */
-    int claim(KeyScratch k, String key, long bytes, PutOptions options, ShmClaim c, long fileSize) {
+    int claim(KeyScratch k, long bytes, PutOptions options, ShmClaim c, long fileSize) {
         if (options == null || bytes < 0) {
             throw KVException.of(ErrorCode.INVALID_ARGUMENT, "cannot claim " + bytes + " bytes with options "
-                    + options).store(uri).operation("tryClaim").key(key).build();
+                    + options).store(uri).operation("tryClaim").key(k.text()).build();
         }
-        checkFits(bytes, "tryClaim", key);
-        requireWhole(fileSize, "tryClaim", key);
+        checkFits(bytes, "tryClaim", k);
+        requireWhole(fileSize, "tryClaim", k);
         if (options.ifAbsent() && reader.contains(k)) {
             return ClaimResult.EXISTS;
         }
@@ -161,7 +161,7 @@ final class ShmWriter {
         } finally {
             lock.unlock();
         }
-        c.hold(key, e, mine, claimSlices.slice(dst, bytes), dst + bytes, expiresAt(options, now), options.ifAbsent());
+        c.hold(k, e, mine, claimSlices.slice(dst, bytes), dst + bytes, expiresAt(options, now), options.ifAbsent());
         synchronized (openClaims) {
             openClaims.add(c);
         }
@@ -176,15 +176,14 @@ final class ShmWriter {
      */
     boolean commit(ShmClaim c, long fileSize) {
         if (fileSize < lay.fileSize()) {
-            String key = c.key;
             abort(c);
-            requireWhole(fileSize, "commit", key);
+            requireWhole(fileSize, "commit", c.key);
         }
         // A TIMEOUT here leaves the handle its claim, for an abort or the close to free.
         lock.lock();
         try {
-            return publishLocked(c.entry, c.stateWord, KeyScratch.encode(c.key), c.expiresMillis, c.ifAbsent,
-                    System.currentTimeMillis(), 0, "commit", c.key);
+            return publishLocked(c.entry, c.stateWord, c.key, c.expiresMillis, c.ifAbsent, System.currentTimeMillis(),
+                    0, "commit");
         } finally {
             forget(c);
         }
@@ -297,7 +296,7 @@ final class ShmWriter {
      * throws STORE_ERROR when a repair reclaimed it meanwhile. Called holding the lock, which it releases.
      */
     private boolean publishLocked(int e, long mine, KeyScratch k, long expires, boolean ifAbsent, long now,
-                                  long pauseMillis, String op, String key) {
+                                  long pauseMillis, String op) {
         try {
             if (pauseMillis > 0) {
                 ShmTestHooks.pause(pauseMillis);
@@ -305,9 +304,9 @@ final class ShmWriter {
             if (entries.stateWord(e) != mine) {
                 throw KVException.of(ErrorCode.STORE_ERROR, "entry " + e + " was reclaimed by a repair of "
                         + file.path() + (op.equals("put") ? " while this put copied its value"
-                        : " while the claim was open") + "; the value was dropped").store(uri).operation(op).key(key)
-                        .hint("retry the put; look for another process that changed the file, or a pid namespace "
-                                + "it does not share").build();
+                        : " while the claim was open") + "; the value was dropped").store(uri).operation(op)
+                        .key(k.text()).hint("retry the put; look for another process that changed the file, or a pid "
+                                + "namespace it does not share").build();
             }
             return publish(e, k, expires, ifAbsent, now);
         } catch (RuntimeException ex) {
@@ -355,15 +354,15 @@ final class ShmWriter {
     }
 
     /** Refuses to store into a file that is shorter than the mapping: another process cut it. */
-    private void requireWhole(long fileSize, String op, String key) {
+    private void requireWhole(long fileSize, String op, KeyScratch key) {
         file.size().requireCovers(fileSize, lay.fileSize(), op, key);
     }
 
     /** Refuses a value of {@code bytes} that no eviction could make room for. */
-    private void checkFits(long bytes, String op, String key) {
+    private void checkFits(long bytes, String op, KeyScratch key) {
         if (bytes > lay.capacity()) {
             throw KVException.of(ErrorCode.VALUE_TOO_LARGE, "a value of " + bytes + " bytes exceeds the capacity of "
-                    + lay.capacity() + " bytes").store(uri).operation(op).key(key)
+                    + lay.capacity() + " bytes").store(uri).operation(op).key(key.text())
                     .hint("raise capacity= (delete the store file first) or split the value").build();
         }
     }
@@ -379,11 +378,11 @@ final class ShmWriter {
     }
 
     /** The STORE_FULL error for {@link ShmSpace#allocate}'s answer {@code why}. */
-    private KVException storeFull(int why, long blocks, String op, String key) {
+    private KVException storeFull(int why, long blocks, String op, KeyScratch key) {
         return KVException.of(ErrorCode.STORE_FULL, (why == ShmSpace.NO_ENTRY ? "all " + lay.entryCount()
                 + " entries are in use" : "no run of " + blocks + " free blocks of " + lay.blockSize() + " bytes")
                 + (evictLive ? " and nothing can be evicted: every entry is being written or read"
-                : " and eviction=refuse is set")).store(uri).operation(op).key(key)
+                : " and eviction=refuse is set")).store(uri).operation(op).key(key.text())
                 .hint(evictLive ? "retry; or raise capacity= / entries= (delete the store file first)"
                         : "remove entries, or raise capacity= / entries= (delete the store file first)").build();
     }

@@ -10,6 +10,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
+import dev.kvconnector.store.StoreKey;
 import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -29,11 +30,12 @@ class KeyScratchTest {
         return k.bytes.asSlice(0, k.length).toArray(ValueLayout.JAVA_BYTE);
     }
 
-    @Test
-    void aKeyIsEncodedAsStringGetBytesEncodesItUnpairedSurrogatesIncluded() {
+    /** Keys of one- to four-byte characters, unpaired surrogates among them, up to the limit and one byte over. */
+    private static List<String> keys() {
         SplittableRandom rnd = new SplittableRandom(17);
         List<String> keys = new ArrayList<>(List.of("", "k", "naïve/κλειδί/鍵", "😀x", "a\uD800b", "\uDC00",
-                "end\uD83D", "é".repeat(125), "€".repeat(83)));
+                "end\uD83D", "é".repeat(125), "€".repeat(83), "k".repeat(251), "é".repeat(125) + "k",
+                "😀".repeat(62) + "abc"));
         for (int i = 0; i < 2000; i++) {
             StringBuilder sb = new StringBuilder();
             for (int n = rnd.nextInt(60); n > 0; n--) {
@@ -46,7 +48,12 @@ class KeyScratchTest {
             }
             keys.add(sb.toString());
         }
-        for (String key : keys) {
+        return keys;
+    }
+
+    @Test
+    void aKeyIsEncodedAsStringGetBytesEncodesItUnpairedSurrogatesIncluded() {
+        for (String key : keys()) {
             byte[] want = key.getBytes(StandardCharsets.UTF_8);
             KeyScratch k = KeyScratch.encode(key);
             if (want.length > ShmLayout.MAX_KEY_BYTES) {
@@ -56,6 +63,41 @@ class KeyScratchTest {
             assertArrayEquals(want, encoded(k), key);
             assertEquals(reference(want), k.hash, key);
         }
+    }
+
+    @Test
+    void aStoreKeysBytesAreTakenAsTheyAreAndHashedAsItsStringsEncoding() {
+        StoreKey bytes = new StoreKey();
+        for (String key : keys()) {
+            // Grown past every key here first: StoreKey.append writes past a buffer that multi-byte characters have
+            // filled exactly (StoreKey.of("é".repeat(48) + "k") throws ArrayIndexOutOfBoundsException).
+            bytes.set("k".repeat(1024)).set(key);
+            byte[] want = key.getBytes(StandardCharsets.UTF_8);
+            if (want.length > ShmLayout.MAX_KEY_BYTES) {
+                KVException e = assertThrows(KVException.class, () -> KeyScratch.of(bytes, "put", "shm:/t"), key);
+                assertEquals(ErrorCode.INVALID_ARGUMENT, e.code());
+                assertTrue(e.getMessage().contains("longer than 250 UTF-8 bytes"), e.getMessage());
+                assertEquals(KVException.shortenKey(bytes.toString()), e.key(), "the error names the key");
+                continue;
+            }
+            KeyScratch k = KeyScratch.of(bytes, "put", "shm:/t");
+            assertArrayEquals(want, encoded(k), key);
+            assertEquals(reference(want), k.hash, key);
+            assertEquals(bytes.toString(), k.text(), "an error names the key from its bytes");
+        }
+        KVException none = assertThrows(KVException.class, () -> KeyScratch.of((StoreKey) null, "get", "shm:/t"));
+        assertEquals(ErrorCode.INVALID_ARGUMENT, none.code());
+        assertTrue(none.getMessage().contains("the key is null"), none.getMessage());
+    }
+
+    @Test
+    void aHandlesCopyKeepsTheKeyWhileTheThreadsScratchMovesOn() {
+        KeyScratch held = new KeyScratch();
+        held.copyFrom(KeyScratch.encode("claimed/κλειδί"));
+        KeyScratch.encode("the next call's key");
+        assertEquals("claimed/κλειδί", held.text());
+        assertEquals(KeyScratch.encode("claimed/κλειδί").hash, held.hash);
+        assertEquals(-1, held.leaseOffset);
     }
 
     @Test
@@ -79,7 +121,7 @@ class KeyScratchTest {
             assertTrue(e.getMessage().contains("longer than 250 UTF-8 bytes") && e.getMessage().contains("put:")
                     && e.getMessage().contains("shm:/t"), e.getMessage());
         }
-        KVException none = assertThrows(KVException.class, () -> KeyScratch.of(null, "get", "shm:/t"));
+        KVException none = assertThrows(KVException.class, () -> KeyScratch.of((String) null, "get", "shm:/t"));
         assertEquals(ErrorCode.INVALID_ARGUMENT, none.code());
         assertTrue(none.getMessage().contains("the key is null"), none.getMessage());
     }

@@ -61,13 +61,13 @@ class ShmClaimTest {
             };
             for (StoreClaim wrong : new StoreClaim[] {foreign, alien, null}) {
                 KVException e = ShmRig.assertKv(ErrorCode.INVALID_ARGUMENT,
-                        () -> ShmClaim.ownedBy(r.owner, r.uri(), wrong, "k"));
+                        () -> ShmClaim.ownedBy(r.owner, r.uri(), wrong, ShmRig.key("k")));
                 assertTrue(e.getMessage().contains("does not belong to this store"), e.getMessage());
             }
-            assertSame(mine, ShmClaim.ownedBy(r.owner, r.uri(), mine, "k"));
+            assertSame(mine, ShmClaim.ownedBy(r.owner, r.uri(), mine, ShmRig.key("k")));
             assertEquals(ClaimResult.CLAIMED, r.claim("first", BLOCK, PutOptions.DEFAULT, mine));
             KVException held = ShmRig.assertKv(ErrorCode.INVALID_ARGUMENT,
-                    () -> ShmClaim.ownedBy(r.owner, r.uri(), mine, "second"));
+                    () -> ShmClaim.ownedBy(r.owner, r.uri(), mine, ShmRig.key("second")));
             assertTrue(held.getMessage().contains("still holds a claim on first"), held.getMessage());
         }
     }

@@ -46,10 +46,10 @@ class ShmFileSizeTest {
         Path p = dir.resolve("f");
         try (ShmFile f = ShmFile.open(p, LAYOUT, "shm:/f")) {
             InternalError fault = new InternalError("a fault occurred in an unsafe memory access operation");
-            assertNull(f.size().truncated(fault, "get", "k"), "full size: the fault is something else");
+            assertNull(f.size().truncated(fault, "get", ShmRig.key("k")), "full size: the fault is something else");
             truncate(p, 8192);
             assertEquals(8192, f.size().now(), "the size is the open file's, asked now");
-            KVException e = f.size().truncated(fault, "get", "k");
+            KVException e = f.size().truncated(fault, "get", ShmRig.key("k"));
             assertEquals(ErrorCode.CORRUPT_OBJECT, e.code());
             assertTrue(e.getMessage().contains(p + " is 8192 bytes, but this store mapped it at " + LAYOUT.fileSize()
                     + " bytes: another process truncated or replaced it while the store was open")
@@ -57,12 +57,12 @@ class ShmFileSizeTest {
             assertTrue(e.hint().contains("find what truncated or overwrote " + p), e.hint());
             assertEquals(fault, e.getCause());
             assertEquals(e.getMessage(), assertThrows(KVException.class, () -> {
-                throw f.size().named(fault, "get", "k");
+                throw f.size().named(fault, "get", ShmRig.key("k"));
             }).getMessage(), "a fault reaching the store's boundary is named the same way");
         }
         try (ShmFile f = ShmFile.open(dir.resolve("whole"), LAYOUT, "shm:/f")) {
             InternalError fault = new InternalError("another fault");
-            assertEquals(fault, assertThrows(InternalError.class, () -> f.size().named(fault, "get", "k")),
+            assertEquals(fault, assertThrows(InternalError.class, () -> f.size().named(fault, "get", ShmRig.key("k"))),
                     "a fault on a whole file is rethrown as it is");
         }
     }
@@ -72,14 +72,14 @@ class ShmFileSizeTest {
         Path p = dir.resolve("f");
         try (ShmFile f = ShmFile.open(p, LAYOUT, "shm:/f")) {
             long end = LAYOUT.fileSize();
-            f.size().recheck(end, ShmFileSize.RECHECK_BYTES, "put", "k");
+            f.size().recheck(end, ShmFileSize.RECHECK_BYTES, "put", ShmRig.key("k"));
             truncate(p, end - 4096);
-            f.size().recheck(end, ShmFileSize.RECHECK_BYTES - 1, "put", "k");
+            f.size().recheck(end, ShmFileSize.RECHECK_BYTES - 1, "put", ShmRig.key("k"));
             KVException e = assertThrows(KVException.class,
-                    () -> f.size().recheck(end, ShmFileSize.RECHECK_BYTES, "put", "k"));
+                    () -> f.size().recheck(end, ShmFileSize.RECHECK_BYTES, "put", ShmRig.key("k")));
             assertEquals(ErrorCode.CORRUPT_OBJECT, e.code());
             assertTrue(e.getMessage().contains("is " + (end - 4096) + " bytes"), e.getMessage());
-            f.size().recheck(end - 4096, ShmFileSize.RECHECK_BYTES, "put", "k");
+            f.size().recheck(end - 4096, ShmFileSize.RECHECK_BYTES, "put", ShmRig.key("k"));
         }
     }
 
@@ -90,12 +90,13 @@ class ShmFileSizeTest {
             ShmFileSize size = f.size();
             assertTrue(size.holdsTables(LAYOUT.payloadOffset()));
             assertFalse(size.holdsTables(LAYOUT.payloadOffset() - 1));
-            assertTrue(size.cutShort(LAYOUT.payloadOffset(), "get", "k", null).getMessage()
+            assertTrue(size.cutShort(LAYOUT.payloadOffset(), "get", ShmRig.key("k"), null).getMessage()
                     .contains("values stored past byte " + LAYOUT.payloadOffset() + " are lost; those before it can "
                             + "still be read"));
-            assertTrue(size.cutShort(4096, "get", "k", null).getMessage()
+            assertTrue(size.cutShort(4096, "get", ShmRig.key("k"), null).getMessage()
                     .contains("the store's tables are lost with it, so no value can be read"));
-            assertTrue(size.cutShort(-1, "get", "k", null).getMessage().contains(p + " is unreadable (-1)"));
+            assertTrue(size.cutShort(-1, "get", ShmRig.key("k"), null).getMessage()
+                    .contains(p + " is unreadable (-1)"));
         }
     }
 

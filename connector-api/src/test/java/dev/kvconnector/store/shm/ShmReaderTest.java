@@ -26,7 +26,7 @@ class ShmReaderTest {
     private static final int BLOCK = 4096;
 
     private static long get(ShmRig r, String key, MemorySegment dst) {
-        return r.reader.getInto(ShmRig.key(key), key, dst, r.file.size().now());
+        return r.reader.getInto(ShmRig.key(key), dst, r.file.size().now());
     }
 
     @Test
@@ -38,7 +38,7 @@ class ShmReaderTest {
             r.assertValue("k", 3 * BLOCK - 8, 5);
             assertTrue(r.parts.entries.clearReferenced(e), "the read gave the entry its CLOCK second chance");
             assertEquals(0, r.parts.leases.held());
-            assertEquals(3 * BLOCK - 8, r.reader.size(ShmRig.key("k"), "k", r.file.size().now()));
+            assertEquals(3 * BLOCK - 8, r.reader.size(ShmRig.key("k"), r.file.size().now()));
             assertTrue(r.reader.contains(ShmRig.key("k")));
             assertEquals(0, r.parts.leases.held(), "size and contains hold no lease either");
         }
@@ -56,7 +56,7 @@ class ShmReaderTest {
             assertEquals(-1, dst.mismatch(r.arena.allocate(BLOCK - 8).fill((byte) 0x5A)),
                     "a too-small destination was written");
             assertEquals(GetResult.MISS, get(r, "absent", dst));
-            assertEquals(-1, r.reader.size(ShmRig.key("absent"), "absent", r.file.size().now()));
+            assertEquals(-1, r.reader.size(ShmRig.key("absent"), r.file.size().now()));
             assertFalse(r.reader.contains(ShmRig.key("absent")));
             assertEquals(0, r.parts.leases.held());
         }
@@ -166,7 +166,7 @@ class ShmReaderTest {
             int e = r.entryOf("k");
             r.map().set(ValueLayout.JAVA_LONG, r.lay.entry(e) + ShmLayout.E_PAYLOAD_OFFSET, 64L << 10);
             for (Executable read : List.<Executable>of(() -> get(r, "k", r.arena.allocate(BLOCK)),
-                    () -> r.reader.size(ShmRig.key("k"), "k", r.file.size().now()), () -> r.view("k", r.newView()))) {
+                    () -> r.reader.size(ShmRig.key("k"), r.file.size().now()), () -> r.view("k", r.newView()))) {
                 KVException c = ShmRig.assertKv(ErrorCode.CORRUPT_OBJECT, read);
                 assertTrue(c.getMessage().contains(r.file.path().toString())
                         && c.getMessage().contains("offset=65536"), c.getMessage());
@@ -186,7 +186,7 @@ class ShmReaderTest {
             String named = r.file.path() + " is " + cut + " bytes, but this store mapped it at " + r.lay.fileSize()
                     + " bytes: another process truncated or replaced it";
             for (Executable read : List.<Executable>of(() -> get(r, "across", r.arena.allocate(4 * BLOCK)),
-                    () -> r.view("across", r.newView()), () -> r.reader.size(ShmRig.key("across"), "across", cut))) {
+                    () -> r.view("across", r.newView()), () -> r.reader.size(ShmRig.key("across"), cut))) {
                 KVException c = ShmRig.assertKv(ErrorCode.CORRUPT_OBJECT, read);
                 assertTrue(c.getMessage().contains(named) && c.getMessage().contains("past byte " + cut)
                         && c.getMessage().contains("across"), c.getMessage());
@@ -196,7 +196,7 @@ class ShmReaderTest {
             ShmView v = r.newView();
             assertEquals(2 * BLOCK, r.view("before", v), "a value before the cut can still be viewed");
             v.release();
-            assertEquals(2 * BLOCK, r.reader.size(ShmRig.key("before"), "before", cut));
+            assertEquals(2 * BLOCK, r.reader.size(ShmRig.key("before"), cut));
         }
     }
 

@@ -85,7 +85,7 @@ final class ShmRig implements AutoCloseable {
 
     /** Puts a pattern value through the writer, with the file's size as a call would enter with it. */
     boolean put(String key, long len, long seed, PutOptions options) {
-        return writer.put(key(key), key, pattern(len, seed), options, file.size().now());
+        return writer.put(key(key), pattern(len, seed), options, file.size().now());
     }
 
     boolean put(String key, long len, long seed) {
@@ -95,7 +95,7 @@ final class ShmRig implements AutoCloseable {
     /** Reads {@code key} through the reader and checks that it is the pattern value of {@code len} and {@code seed}. */
     void assertValue(String key, long len, long seed) {
         MemorySegment dst = arena.allocate(len, 8);
-        assertEquals(len, reader.getInto(key(key), key, dst, file.size().now()), key);
+        assertEquals(len, reader.getInto(key(key), dst, file.size().now()), key);
         assertNull(ValuePattern.verify(dst, len), key);
         assertEquals(seed, ValuePattern.seed(dst), key);
     }
@@ -112,12 +112,12 @@ final class ShmRig implements AutoCloseable {
 
     /** Claims through the writer, with the file's size as a call would enter with it. */
     int claim(String key, long bytes, PutOptions options, ShmClaim c) {
-        return writer.claim(key(key), key, bytes, options, c, file.size().now());
+        return writer.claim(key(key), bytes, options, c, file.size().now());
     }
 
     /** Views through the reader, with the file's size as a call would enter with it. */
     long view(String key, ShmView v) {
-        return reader.view(key(key), key, v, file.size().now());
+        return reader.view(key(key), v, file.size().now());
     }
 
     /** Free payload blocks. */

@@ -82,14 +82,14 @@ class ShmViewTest {
             assertTrue(r.put("k", BLOCK, 1));
             ShmView foreign = new ShmView(new Object(), r.uri(), r.gate, r.reader);
             KVException e = ShmRig.assertKv(ErrorCode.INVALID_ARGUMENT,
-                    () -> ShmView.ownedBy(r.owner, r.uri(), foreign, "k"));
+                    () -> ShmView.ownedBy(r.owner, r.uri(), foreign, ShmRig.key("k")));
             assertTrue(e.getMessage().contains("does not belong to this store"), e.getMessage());
-            ShmRig.assertKv(ErrorCode.INVALID_ARGUMENT, () -> ShmView.ownedBy(r.owner, r.uri(), null, "k"));
+            ShmRig.assertKv(ErrorCode.INVALID_ARGUMENT, () -> ShmView.ownedBy(r.owner, r.uri(), null, ShmRig.key("k")));
             ShmView v = r.newView();
-            assertSame(v, ShmView.ownedBy(r.owner, r.uri(), v, "k"));
+            assertSame(v, ShmView.ownedBy(r.owner, r.uri(), v, ShmRig.key("k")));
             r.view("k", v);
             KVException held = ShmRig.assertKv(ErrorCode.INVALID_ARGUMENT,
-                    () -> ShmView.ownedBy(r.owner, r.uri(), v, "k"));
+                    () -> ShmView.ownedBy(r.owner, r.uri(), v, ShmRig.key("k")));
             assertTrue(held.getMessage().contains("still holds an object"), held.getMessage());
             v.release();
         }

@@ -313,7 +313,7 @@ class ShmWriterTest {
                     ShmLayout.EVENT_STORED + " b 4096", ShmLayout.EVENT_REMOVED + " b 4096",
                     ShmLayout.EVENT_EVICTED + " a 4096", ShmLayout.EVENT_STORED + " c 16384",
                     ShmLayout.EVENT_STORED + " d 4096", ShmLayout.EVENT_EXPIRED + " d 4096"), told);
-            assertEquals(GetResult.MISS, r.reader.getInto(ShmRig.key("d"), "d", r.arena.allocate(BLOCK),
+            assertEquals(GetResult.MISS, r.reader.getInto(ShmRig.key("d"), r.arena.allocate(BLOCK),
                     r.file.size().now()));
         }
     }
