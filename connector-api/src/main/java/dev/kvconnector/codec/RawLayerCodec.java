@@ -63,9 +63,15 @@ public final class RawLayerCodec implements ObjectCodec {
             long tokenBytes = layout.bytesPerTokenPerTensor();
             long headBytes = tokenBytes / layout.kvHeads();
             this.layerSpecs = new TensorSpec[chunks.length];
-            this.placements = new TensorPlacement[chunks.length][tensors];
+            this.placements = new TensorPlacement[chunks.length][];
             for (int c = 0; c < chunks.length; c++) {
                 int t = chunks[c].tokens();
+                if (c > 0 && t == chunks[c - 1].tokens()) {
+                    layerSpecs[c] = layerSpecs[c - 1];
+                    placements[c] = placements[c - 1];
+                    continue;
+                }
+                placements[c] = new TensorPlacement[tensors];
                 layerSpecs[c] = TensorSpec.of(layout.dtype(), tensors, t, layout.kvHeads(), layout.headSize());
                 for (int i = 0; i < tensors; i++) {
                     placements[c][i] = TensorPlacement.contiguous(RawTensorFormat.HEADER_BYTES + i * t * tokenBytes, t,

@@ -24,16 +24,16 @@ final class ContiguousSource implements HostLayerSource {
             throw LayerChecks.error(ErrorCode.SHAPE_MISMATCH, tensors.length + " tensors given for layer " + layer
                     + ", the " + layout.kind() + " layout needs " + layout.tensorsPerLayer(), op, endpoint);
         }
-        TensorSpec want = TensorSpec.of(layout.dtype(), tokens, layout.kvHeads(), layout.headSize());
         for (Tensor t : tensors) {
             t.requireHostAccessible("putLayer");
             if (t.spec().dtype() != layout.dtype()) {
                 throw LayerChecks.error(ErrorCode.DTYPE_MISMATCH, "layer " + layer + " tensor is " + t.spec().dtype()
                         + ", the layout stores " + layout.dtype(), op, endpoint);
             }
-            if (!t.spec().equals(want)) {
-                throw LayerChecks.error(ErrorCode.SHAPE_MISMATCH, "layer " + layer + " tensor is " + t.spec()
-                        + ", expected " + want, op, endpoint);
+            TensorSpec s = t.spec();
+            if (s.rank() != 3 || s.dim(0) != tokens || s.dim(1) != layout.kvHeads() || s.dim(2) != layout.headSize()) {
+                throw LayerChecks.error(ErrorCode.SHAPE_MISMATCH, "layer " + layer + " tensor is " + s + ", expected "
+                        + TensorSpec.of(layout.dtype(), tokens, layout.kvHeads(), layout.headSize()), op, endpoint);
             }
         }
     }

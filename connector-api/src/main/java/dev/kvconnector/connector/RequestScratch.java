@@ -1,13 +1,17 @@
 package dev.kvconnector.connector;
 
+import dev.kvconnector.store.KVStore;
+import dev.kvconnector.store.StoreClaim;
 import dev.kvconnector.store.StoreKey;
+import dev.kvconnector.store.StoreView;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayDeque;
 import java.util.Arrays;
 
 /**
- * One session's reusable arrays: the keys of its request's objects, and the segments, results and flags of a batch
- * call over its chunks. A session takes one from its connector's {@link Pool} when it starts and gives it back when it
+ * One session's reusable arrays and handles: the keys of its request's objects, the segments, results and flags of a
+ * batch call over its chunks, and the store's claim and view handles. Its pool belongs to one connector, so the
+ * handles to that connector's store. A session takes one from its connector's {@link Pool} when it starts and gives it back when it
  * ends, so that a steady stream of requests allocates none. Used by one thread at a time.
  */
 final class RequestScratch {
@@ -15,6 +19,24 @@ final class RequestScratch {
     MemorySegment[] segments = new MemorySegment[0];
     long[] results = new long[0];
     boolean[] stored = new boolean[0];
+    private StoreClaim claim;
+    private StoreView view;
+
+    /** The store's claim handle ({@code CLAIM}), made on first use and kept with this scratch. */
+    StoreClaim claim(KVStore store) {
+        if (claim == null) {
+            claim = store.newClaim();
+        }
+        return claim;
+    }
+
+    /** The store's view handle ({@code VIEW}), made on first use and kept with this scratch. */
+    StoreView view(KVStore store) {
+        if (view == null) {
+            view = store.newView();
+        }
+        return view;
+    }
 
     /** {@code count} new, empty keys. */
     static StoreKey[] newKeys(int count) {

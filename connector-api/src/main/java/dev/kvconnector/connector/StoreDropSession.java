@@ -24,8 +24,11 @@ final class StoreDropSession extends StoreDropBase {
     /** The layer index {@link #missOrTooSmall} takes for the hidden-state object. */
     private static final int HIDDEN = -1;
 
-    /** The store's view handle when it reads in place ({@code VIEW}), else null; used by the load's thread only. */
-    private final StoreView view;
+    /**
+     * The store's view handle while the load runs when it reads in place ({@code VIEW}), else null; used by the load's
+     * thread only.
+     */
+    private StoreView view;
     private final WordSum sum = new WordSum();
     /** Whether a view of this request was a copy rather than the store's memory: then views save nothing. */
     private boolean viewsAreCopies;
@@ -54,7 +57,6 @@ final class StoreDropSession extends StoreDropBase {
         super(connector, geo, target, mode, streaming, timeoutNanos, requestedTokens);
         this.layerDsts = new MemorySegment[geo.chunks.length];
         this.layerResults = new long[geo.chunks.length];
-        this.view = connector.views() ? connector.store().newView() : null;
         this.manifestFlags = new long[geo.chunks.length];
         this.ahead = !streaming && connector.pipelinedReads() ? store.newRead() : null;
         this.aheadDsts = ahead != null ? new MemorySegment[geo.chunks.length] : null;
@@ -63,11 +65,13 @@ final class StoreDropSession extends StoreDropBase {
 
     @Override
     DropResult load() {
+        view = connector.views() ? scratch.view(store) : null;
         try (SinkTransfer s = target.layers().open(connector.resources(), geo, "dropSelect")) {
             sink = s;
             return loadLayers();
         } finally {
             sink = null;
+            view = null;
             abandonAhead();
         }
     }

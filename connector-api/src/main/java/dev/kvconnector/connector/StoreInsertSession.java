@@ -30,11 +30,11 @@ final class StoreInsertSession extends StoreInsertBase {
     private final WordSum sum = new WordSum();
     private final Consumer<MemorySegment> releaseStaging;
     /** Put tasks whose put is done, reused by the next layer. */
-    private final ArrayDeque<PutTask> idleTasks = new ArrayDeque<>();
+    private final ArrayDeque<PutTask> idleTasks = new ArrayDeque<>(4);
 
     StoreInsertSession(StoreConnector connector, ChunkGeometry geo) {
         super(connector, geo, "layer put");
-        this.claim = connector.claims() ? connector.store().newClaim() : null;
+        this.claim = connector.claims() ? scratch.claim(connector.store()) : null;
         this.releaseStaging = connector.staging()::release;
     }
 

@@ -27,7 +27,7 @@ class RequestAllocationTest {
     private static final int TOKENS = 1024;
     private static final int REQUESTS = 200;
     /** Bytes per request allowed: the sessions and plans a request makes, not a string per object. */
-    private static final long BOUND = 4096;
+    private static final long BOUND = 1;
 
     @Test
     void aRequestOfNewContentAllocatesNoKeyStringsThroughPagedCaches() {
