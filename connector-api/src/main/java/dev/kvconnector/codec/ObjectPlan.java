@@ -23,6 +23,15 @@ public interface ObjectPlan {
     /** Chunks of the request. */
     int chunks();
 
+    /**
+     * Whether the plan reads its keys from {@link #keys()}'s chunks at every call rather than keeping copies, so that
+     * after a {@link dev.kvconnector.key.KeyScheme#replan} of that key plan it names the new request's objects, and
+     * may be reused for it. Default false.
+     */
+    default boolean keysFollowKeyPlan() {
+        return false;
+    }
+
     /** When the objects are complete. */
     Completion completion();
 

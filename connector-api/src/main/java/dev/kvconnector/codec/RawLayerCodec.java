@@ -90,6 +90,12 @@ public final class RawLayerCodec implements ObjectCodec {
             return chunks.length;
         }
 
+        /** True: the keys are written from the key plan's chunks at each call. */
+        @Override
+        public boolean keysFollowKeyPlan() {
+            return true;
+        }
+
         @Override
         public Completion completion() {
             return Completion.PER_LAYER;

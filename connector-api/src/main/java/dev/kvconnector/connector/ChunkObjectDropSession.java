@@ -73,7 +73,7 @@ final class ChunkObjectDropSession extends StoreDropBase {
             if (mode == DropMode.CONSUME) {
                 consume(loaded);
             }
-            return DropResult.hit(geo.chunks[loaded - 1].endToken(), requestedTokens);
+            return hit(geo.chunks[loaded - 1].endToken());
         } finally {
             connector.staging().release(staging);
         }

@@ -63,6 +63,19 @@ final class DropProgress {
         }
     }
 
+    /** Forgets an ended load, for the next request of its session. */
+    void reset() {
+        lock.lock();
+        try {
+            layersLoaded = 0;
+            result = null;
+            failure = null;
+            done = false;
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** Layers {@code 0..layer} are in the destination. */
     void layerLoaded(int layer) {
         lock.lock();

@@ -21,4 +21,11 @@ public interface HostLayerSink extends LayerSink {
     default SinkTransfer open(ConnectorResources resources, ChunkGeometry geometry, String op) {
         return new HostSinkTransfer(this, geometry);
     }
+
+    /** {@inheritDoc} Re-points a host transfer of this sink, which holds nothing once closed. */
+    @Override
+    default SinkTransfer open(ConnectorResources resources, ChunkGeometry geometry, String op, SinkTransfer previous) {
+        return previous instanceof HostSinkTransfer h && h.sink() == this ? h.retarget(geometry)
+                : open(resources, geometry, op);
+    }
 }

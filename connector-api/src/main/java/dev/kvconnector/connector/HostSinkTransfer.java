@@ -6,11 +6,21 @@ import dev.kvconnector.memory.WordSum;
 /** The {@link SinkTransfer} of a {@link HostLayerSink}: each chunk's tensors are scattered from host staging. */
 final class HostSinkTransfer implements SinkTransfer {
     private final HostLayerSink sink;
-    private final ChunkGeometry geo;
+    private ChunkGeometry geo;
 
     HostSinkTransfer(HostLayerSink sink, ChunkGeometry geo) {
         this.sink = sink;
         this.geo = geo;
+    }
+
+    HostLayerSink sink() {
+        return sink;
+    }
+
+    /** This transfer, closed, for another drop-select into the same sink, of the request {@code geometry} describes. */
+    HostSinkTransfer retarget(ChunkGeometry geometry) {
+        this.geo = geometry;
+        return this;
     }
 
     @Override

@@ -35,6 +35,21 @@ public interface KVStoreConnector extends AutoCloseable {
     /** Begins inserting a request's KV; nothing is visible to consumers until the session commits. */
     InsertSession beginInsert(RequestTokens request);
 
+    /**
+     * {@link #beginInsert(RequestTokens)} in {@code ended}, a session this connector began before that has ended
+     * (committed, aborted or closed), as Aeron's {@code tryClaim} fills a caller's {@code BufferClaim}: a producer
+     * that hands each request's session back allocates nothing per request. The caller stops using {@code ended} for
+     * its old request: the returned session, {@code ended} itself where the connector can reuse it and a new one
+     * otherwise (the default), belongs to the new request.
+     *
+     * @param ended an ended session of this connector, or null for a new one
+     * @throws dev.kvconnector.error.KVException {@code INVALID_ARGUMENT} when {@code ended} is still open or another
+     *     connector's
+     */
+    default InsertSession beginInsert(RequestTokens request, InsertSession ended) {
+        return beginInsert(request);
+    }
+
     /** The longest committed prefix of the request, in tokens, at chunk granularity (0 when nothing is stored). */
     int lookup(RequestTokens request);
 

@@ -22,6 +22,15 @@ public interface LayerSink {
     /** Opens this sink for one drop-select of the request that {@code geometry} describes; closed when it ends. */
     SinkTransfer open(ConnectorResources resources, ChunkGeometry geometry, String op);
 
+    /**
+     * {@link #open(ConnectorResources, ChunkGeometry, String)} for a drop-select that follows one through
+     * {@code previous}, a transfer this sink opened that has been closed: the sink may re-point {@code previous} at
+     * {@code geometry} and return it instead of a new one. By default a new one.
+     */
+    default SinkTransfer open(ConnectorResources resources, ChunkGeometry geometry, String op, SinkTransfer previous) {
+        return open(resources, geometry, op);
+    }
+
     /** Contiguous tensors {@code perLayer[layer][tensor]}, each {@code [T, kvHeads, headSize]} or larger. */
     static HostLayerSink contiguous(Tensor[][] perLayer) {
         return new ContiguousSink(perLayer);

@@ -90,6 +90,11 @@ final class PendingPuts {
         }
     }
 
+    /** Forgets the failure of an ended insert, whose puts are all done, for the next request of its session. */
+    void reset() {
+        failure.set(null);
+    }
+
     /** The first put failure, or null. */
     Throwable failure() {
         return failure.get();

@@ -5,7 +5,6 @@ import dev.kvconnector.store.StoreClaim;
 import dev.kvconnector.store.StoreKey;
 import dev.kvconnector.store.StoreView;
 import java.lang.foreign.MemorySegment;
-import java.util.ArrayDeque;
 import java.util.Arrays;
 
 /**
@@ -21,6 +20,26 @@ final class RequestScratch {
     boolean[] stored = new boolean[0];
     private StoreClaim claim;
     private StoreView view;
+    /** The manifest slices of {@link #manifestsIn}, and the staging segment they slice. */
+    private MemorySegment[] manifests = new MemorySegment[0];
+    private MemorySegment manifestStaging;
+
+    /**
+     * The first {@code chunks} manifest slots of {@code staging}, one manifest each, {@link ChunkGeometry#align}ed
+     * apart. The staging pool hands the segment it was given back last out first, so the slices of the last call are
+     * usually still those of this one, and are then not made again.
+     */
+    MemorySegment[] manifestsIn(MemorySegment staging, int chunks) {
+        if (staging != manifestStaging || manifests.length < chunks) {
+            long slot = ChunkGeometry.align(ChunkGeometry.MANIFEST_BYTES);
+            manifests = new MemorySegment[chunks];
+            for (int c = 0; c < chunks; c++) {
+                manifests[c] = staging.asSlice(c * slot, ChunkGeometry.MANIFEST_BYTES);
+            }
+            manifestStaging = staging;
+        }
+        return manifests;
+    }
 
     /** The store's claim handle ({@code CLAIM}), made on first use and kept with this scratch. */
     StoreClaim claim(KVStore store) {
@@ -64,14 +83,11 @@ final class RequestScratch {
         /** Idle scratch kept at most; more sessions at once than this allocate what they need. */
         private static final int MAX_IDLE = 64;
 
-        private final ArrayDeque<RequestScratch> idle = new ArrayDeque<>();
+        private final IdlePool<RequestScratch> idle = new IdlePool<>(MAX_IDLE);
 
         /** Scratch with room for {@code keyCount} keys and batches of {@code chunks}. */
         RequestScratch take(int keyCount, int chunks) {
-            RequestScratch s;
-            synchronized (idle) {
-                s = idle.pollFirst();
-            }
+            RequestScratch s = idle.poll();
             if (s == null) {
                 s = new RequestScratch();
             }
@@ -82,11 +98,7 @@ final class RequestScratch {
         /** Gives {@code s}, which its session no longer uses, back. */
         void give(RequestScratch s) {
             Arrays.fill(s.segments, null);
-            synchronized (idle) {
-                if (idle.size() < MAX_IDLE) {
-                    idle.addFirst(s);
-                }
-            }
+            idle.offer(s);
         }
     }
 }

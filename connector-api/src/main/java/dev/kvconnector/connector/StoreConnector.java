@@ -83,6 +83,8 @@ public final class StoreConnector implements KVStoreConnector {
     private final long layerTimeoutMillis;
     private final SegmentPool staging;
     private final RequestScratch.Pool scratch = new RequestScratch.Pool();
+    /** Whole-request drop-select sessions of a per-layer codec, idle, reused call after call. */
+    private final IdlePool<StoreDropSession> idleDrops = new IdlePool<>(64);
     private final ThreadPoolExecutor io;
     private final boolean inlinePuts;
     private final RegisteredMemory registration;
@@ -192,6 +194,28 @@ public final class StoreConnector implements KVStoreConnector {
                 : new StoreInsertSession(this, geo);
     }
 
+    /** {@inheritDoc} Reuses {@code ended}, and with the same request shape its plan too, for a per-layer codec. */
+    @Override
+    public InsertSession beginInsert(RequestTokens request, InsertSession ended) {
+        if (ended == null) {
+            return beginInsert(request);
+        }
+        if (!(ended instanceof StoreInsertBase b) || b.connector != this) {
+            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "the session to reuse was not begun by this connector")
+                    .store(store.uri()).operation("beginInsert").build();
+        }
+        if (!b.ended()) {
+            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "the session to reuse is still open").store(store.uri())
+                    .operation("beginInsert").hint("commit, abort or close it before beginning another insert in it")
+                    .build();
+        }
+        if (!(b instanceof StoreInsertSession s)) {
+            return beginInsert(request);
+        }
+        s.restart(geometry(request, "beginInsert", s.geo));
+        return s;
+    }
+
     /** {@inheritDoc} Reads every chunk's manifest in one batch call. */
     @Override
     public int lookup(RequestTokens request) {
@@ -245,23 +269,30 @@ public final class StoreConnector implements KVStoreConnector {
 
     @Override
     public DropResult dropSelect(RequestTokens request, DropTarget target, DropMode mode) {
-        ChunkGeometry geo = dropGeometry(request, target);
+        long timeout = layerTimeoutMillis * 1_000_000L;
         if (codec.completion() == Completion.PER_CHUNK) {
-            ChunkObjectDropSession s = new ChunkObjectDropSession(this, geo, target, mode, false,
-                    layerTimeoutMillis * 1_000_000L, request.totalTokens());
+            ChunkObjectDropSession s = new ChunkObjectDropSession(this, dropGeometry(request, target, null), target,
+                    mode, false, timeout, request.totalTokens());
             s.run();
             return s.result();
         }
-        StoreDropSession s = new StoreDropSession(this, geo, target, mode, false, layerTimeoutMillis * 1_000_000L,
-                request.totalTokens());
+        StoreDropSession s = idleDrops.poll();
+        ChunkGeometry geo = dropGeometry(request, target, s == null ? null : s.geo);
+        if (s == null) {
+            s = new StoreDropSession(this, geo, target, mode, false, timeout, request.totalTokens());
+        } else {
+            s.restart(geo, target, mode, timeout, request.totalTokens());
+        }
         s.run();
-        return s.result();
+        DropResult result = s.result();
+        idleDrops.offer(s);
+        return result;
     }
 
     /** {@inheritDoc} Waits at most the connector's layer timeout overall. */
     @Override
     public DropSession beginDropSelect(RequestTokens request, DropTarget target) {
-        ChunkGeometry geo = dropGeometry(request, target);
+        ChunkGeometry geo = dropGeometry(request, target, null);
         if (codec.completion() == Completion.PER_CHUNK) {
             ChunkObjectDropSession s = new ChunkObjectDropSession(this, geo, target, dropMode, true,
                     layerTimeoutMillis * 1_000_000L, request.totalTokens());
@@ -274,15 +305,27 @@ public final class StoreConnector implements KVStoreConnector {
         return s;
     }
 
-    private ChunkGeometry dropGeometry(RequestTokens request, DropTarget target) {
-        ChunkGeometry geo = geometry(request, "dropSelect");
+    private ChunkGeometry dropGeometry(RequestTokens request, DropTarget target, ChunkGeometry previous) {
+        ChunkGeometry geo = geometry(request, "dropSelect", previous);
         target.layers().check(layout, geo.plan.totalTokens(), "dropSelect", store.uri());
         return geo;
     }
 
     private ChunkGeometry geometry(RequestTokens request, String op) {
+        return geometry(request, op, null);
+    }
+
+    /**
+     * The geometry of {@code request}: {@code previous}, an ended session's, rewritten in place when the key scheme can
+     * replan it (the same shape) and the codec's plan reads its keys from the key plan; else a new one.
+     */
+    private ChunkGeometry geometry(RequestTokens request, String op, ChunkGeometry previous) {
         if (closed) {
             throw KVException.of(ErrorCode.CLOSED, "the connector is closed").store(store.uri()).operation(op).build();
+        }
+        if (previous != null && previous.objects.keysFollowKeyPlan()
+                && scheme.replan(keyContext, request, previous.plan)) {
+            return previous;
         }
         KeyPlan plan = scheme.plan(keyContext, request);
         return new ChunkGeometry(codec.plan(plan, layout, checksums), layout);

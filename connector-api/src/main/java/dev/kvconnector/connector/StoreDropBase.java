@@ -13,6 +13,7 @@ import dev.kvconnector.tensor.TensorSpec;
 import java.lang.foreign.MemorySegment;
 import java.util.Objects;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.Supplier;
 
 /**
  * What both drop-selects of a {@link StoreConnector} share, whatever their codec completes objects by: the request
@@ -26,14 +27,18 @@ abstract class StoreDropBase implements DropSession {
 
     final StoreConnector connector;
     final KVStore store;
-    final ChunkGeometry geo;
-    final ObjectPlan objects;
-    final DropTarget target;
-    final DropMode mode;
+    ChunkGeometry geo;
+    ObjectPlan objects;
+    DropTarget target;
+    DropMode mode;
     final boolean streaming;
-    final long deadlineNanos;
-    final int requestedTokens;
+    long deadlineNanos;
+    int requestedTokens;
     final DropProgress progress;
+    /** The load and its events, made once per session so that a reused session's run allocates nothing. */
+    private final Supplier<DropResult> loadAndEmit;
+    /** The last hit this session returned, returned again for a hit of the same tokens (results are values). */
+    private DropResult lastHit;
     /** The keys and batch arrays of the load while {@link #run} runs, else null. */
     RequestScratch scratch;
     /** Time the object being read spent polling for the producer, in ns, added up by {@link #getWaiting}. */
@@ -53,6 +58,7 @@ abstract class StoreDropBase implements DropSession {
         this.deadlineNanos = System.nanoTime() + timeoutNanos;
         this.requestedTokens = requestedTokens;
         this.progress = new DropProgress(connector, streaming);
+        this.loadAndEmit = () -> connector.emitResult(this.geo, load());
     }
 
     /**
@@ -63,7 +69,7 @@ abstract class StoreDropBase implements DropSession {
         scratch = connector.scratch().take(geo.chunks.length * (connector.layout().numLayers() + 2),
                 geo.chunks.length);
         try {
-            progress.run(() -> connector.emitResult(geo, load()));
+            progress.run(loadAndEmit);
         } finally {
             connector.scratch().give(scratch);
             scratch = null;
@@ -72,6 +78,32 @@ abstract class StoreDropBase implements DropSession {
 
     /** Loads the request into the target: a hit, or a miss with its reason. */
     abstract DropResult load();
+
+    /**
+     * Reuses this whole-request session, whose run has ended, for another request: as if made anew with these
+     * arguments.
+     */
+    void restart(ChunkGeometry geometry, DropTarget into, DropMode dropMode, long timeoutNanos, int tokens) {
+        this.geo = geometry;
+        this.objects = geometry.objects;
+        this.target = into;
+        this.mode = dropMode;
+        this.deadlineNanos = System.nanoTime() + timeoutNanos;
+        this.requestedTokens = tokens;
+        this.waitedNanos = 0;
+        this.abandoned = null;
+        progress.reset();
+    }
+
+    /** A hit of {@code matched} of the requested tokens. */
+    final DropResult hit(int matched) {
+        DropResult last = lastHit;
+        if (last == null || last.matchedTokens() != matched || last.requestedTokens() != requestedTokens) {
+            last = DropResult.hit(matched, requestedTokens);
+            lastHit = last;
+        }
+        return last;
+    }
 
     /**
      * Reads {@code key} into {@code dst}; streaming, polls until the key appears or the deadline passes, backing off

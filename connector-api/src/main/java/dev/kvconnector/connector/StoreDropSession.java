@@ -45,29 +45,48 @@ final class StoreDropSession extends StoreDropBase {
      */
     private MemorySegment[] aheadDsts;
     /** The keys of the read {@link #ahead} has pending. */
-    private final StoreKey[] aheadKeys;
+    private StoreKey[] aheadKeys;
     private MemorySegment aheadStaging;
-    private final long[] layerResults;
-    private final long[] manifestFlags;
+    private long[] layerResults;
+    private long[] manifestFlags;
     /** The sink's transfer while {@link #load()} runs, else null. */
     private SinkTransfer sink;
+    /** The transfer of the last load, closed, which the sink may re-point for the next ({@link LayerSink#open}). */
+    private SinkTransfer lastSink;
 
     StoreDropSession(StoreConnector connector, ChunkGeometry geo, DropTarget target, DropMode mode, boolean streaming,
                 long timeoutNanos, int requestedTokens) {
         super(connector, geo, target, mode, streaming, timeoutNanos, requestedTokens);
-        this.layerDsts = new MemorySegment[geo.chunks.length];
-        this.layerResults = new long[geo.chunks.length];
-        this.manifestFlags = new long[geo.chunks.length];
         this.ahead = !streaming && connector.pipelinedReads() ? store.newRead() : null;
-        this.aheadDsts = ahead != null ? new MemorySegment[geo.chunks.length] : null;
-        this.aheadKeys = ahead != null ? RequestScratch.newKeys(geo.chunks.length) : null;
+        room(geo.chunks.length);
+    }
+
+    /** {@inheritDoc} Keeps its arrays while they are large enough. */
+    @Override
+    void restart(ChunkGeometry geometry, DropTarget into, DropMode dropMode, long timeoutNanos, int tokens) {
+        super.restart(geometry, into, dropMode, timeoutNanos, tokens);
+        viewsAreCopies = false;
+        committedChunks = 0;
+        if (layerResults.length < geometry.chunks.length) {
+            room(geometry.chunks.length);
+        }
+    }
+
+    /** Per-chunk arrays for {@code chunks} chunks. */
+    private void room(int chunks) {
+        this.layerDsts = new MemorySegment[chunks];
+        this.layerResults = new long[chunks];
+        this.manifestFlags = new long[chunks];
+        this.aheadDsts = ahead != null ? new MemorySegment[chunks] : null;
+        this.aheadKeys = ahead != null ? RequestScratch.newKeys(chunks) : null;
     }
 
     @Override
     DropResult load() {
         view = connector.views() ? scratch.view(store) : null;
-        try (SinkTransfer s = target.layers().open(connector.resources(), geo, "dropSelect")) {
+        try (SinkTransfer s = target.layers().open(connector.resources(), geo, "dropSelect", lastSink)) {
             sink = s;
+            lastSink = s;
             return loadLayers();
         } finally {
             sink = null;
@@ -114,7 +133,7 @@ final class StoreDropSession extends StoreDropBase {
         if (mode == DropMode.CONSUME) {
             consume(chunks);
         }
-        return DropResult.hit(geo.chunks[chunks - 1].endToken(), requestedTokens);
+        return hit(geo.chunks[chunks - 1].endToken());
     }
 
     private int committedChunks;
@@ -131,11 +150,10 @@ final class StoreDropSession extends StoreDropBase {
         }
         try {
             StoreKey[] keys = scratch.keys;
-            MemorySegment[] dsts = scratch.segments;
+            MemorySegment[] dsts = scratch.manifestsIn(staging, chunks);
             long[] results = scratch.results;
             for (int c = 0; c < chunks; c++) {
                 geo.chunks[c].manifestKey(keys[c]);
-                dsts[c] = staging.asSlice(c * slot, ChunkGeometry.MANIFEST_BYTES);
             }
             store.getIntoBatch(keys, dsts, chunks, results);
             int c = 0;

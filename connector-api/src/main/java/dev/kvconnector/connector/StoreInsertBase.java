@@ -9,6 +9,7 @@ import dev.kvconnector.paged.TokenSlots;
 import dev.kvconnector.tensor.Tensor;
 import dev.kvconnector.tensor.TensorSpec;
 import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
 import java.util.Locale;
 
 /**
@@ -20,10 +21,10 @@ abstract class StoreInsertBase implements InsertSession, InsertChannel {
     private enum State { OPEN, COMMITTED, ABORTED }
 
     final StoreConnector connector;
-    final ChunkGeometry geo;
-    final ObjectPlan objects;
+    ChunkGeometry geo;
+    ObjectPlan objects;
     final KVLayout layout;
-    final int tokens;
+    int tokens;
     /** Whether each layer was put (or handed on); set by the subclasses' put paths. */
     final boolean[] layerPut;
     final PendingPuts pending;
@@ -168,6 +169,23 @@ abstract class StoreInsertBase implements InsertSession, InsertChannel {
         removeWritten();
         releaseScratch();
         connector.metricsRecorder().recordAbort();
+    }
+
+    /** Whether the insert has ended (committed or aborted), so that {@link #restart} may reuse the session. */
+    final boolean ended() {
+        return state != State.OPEN;
+    }
+
+    /** Reuses this ended session for a new request of {@code geometry}: open, with nothing put. */
+    void restart(ChunkGeometry geometry) {
+        this.geo = geometry;
+        this.objects = geometry.objects;
+        this.tokens = geometry.plan.totalTokens();
+        Arrays.fill(layerPut, false);
+        hiddenPut = false;
+        pending.reset();
+        scratch = connector.scratch().take(geometry.chunks.length, geometry.chunks.length);
+        state = State.OPEN;
     }
 
     private void releaseScratch() {

@@ -26,7 +26,7 @@ import java.util.function.Consumer;
  */
 final class StoreInsertSession extends StoreInsertBase {
     /** The store's claim handle, reused for every object, when the store claims; else null. */
-    private final StoreClaim claim;
+    private StoreClaim claim;
     private final WordSum sum = new WordSum();
     private final Consumer<MemorySegment> releaseStaging;
     /** Put tasks whose put is done, reused by the next layer. */
@@ -36,6 +36,18 @@ final class StoreInsertSession extends StoreInsertBase {
         super(connector, geo, "layer put");
         this.claim = connector.claims() ? scratch.claim(connector.store()) : null;
         this.releaseStaging = connector.staging()::release;
+    }
+
+    /** {@inheritDoc} Keeps its idle put tasks while the chunk count stays the same. */
+    @Override
+    void restart(ChunkGeometry geometry) {
+        if (geometry.chunks.length != geo.chunks.length) {
+            synchronized (idleTasks) {
+                idleTasks.clear();
+            }
+        }
+        super.restart(geometry);
+        claim = connector.claims() ? scratch.claim(connector.store()) : null;
     }
 
     /**
@@ -239,10 +251,9 @@ final class StoreInsertSession extends StoreInsertBase {
         MemorySegment staging = pending.acquire(n * ChunkGeometry.align(ChunkGeometry.MANIFEST_BYTES));
         try {
             StoreKey[] keys = scratch.keys;
-            MemorySegment[] values = scratch.segments;
+            MemorySegment[] values = scratch.manifestsIn(staging, n);
             for (int c = 0; c < n; c++) {
-                MemorySegment m = staging.asSlice(c * ChunkGeometry.align(ChunkGeometry.MANIFEST_BYTES),
-                        ChunkGeometry.MANIFEST_BYTES);
+                MemorySegment m = values[c];
                 long base = RawTensorFormat.HEADER_BYTES;
                 m.set(ValueLayout.JAVA_LONG_UNALIGNED, base, geo.chunks[c].startToken());
                 m.set(ValueLayout.JAVA_LONG_UNALIGNED, base + 8, geo.chunks[c].endToken());
@@ -251,7 +262,6 @@ final class StoreInsertSession extends StoreInsertBase {
                 RawTensorFormat.writeHeader(m, ChunkGeometry.MANIFEST_SPEC, geo.chunks[c].tokens(),
                         layout.fingerprint(), true);
                 geo.chunks[c].manifestKey(keys[c]);
-                values[c] = m;
             }
             connector.store().putBatch(keys, values, n, connector.putOptions(), scratch.stored);
         } catch (RuntimeException e) {

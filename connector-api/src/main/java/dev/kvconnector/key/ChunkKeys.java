@@ -76,6 +76,16 @@ public final class ChunkKeys {
         return new ChunkKeys(index, startToken, endToken, prefix, hashes, hashOffset, layers);
     }
 
+    /** The array this tagged chunk's hash lies in (shared by its plan's chunks), or null for a named chunk. */
+    byte[] hashes() {
+        return hashes;
+    }
+
+    /** The number of layer keys. */
+    int layers() {
+        return layers;
+    }
+
     /** The chunk's position, from 0. */
     public int index() {
         return index;

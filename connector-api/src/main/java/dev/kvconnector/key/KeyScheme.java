@@ -50,4 +50,17 @@ public interface KeyScheme {
 
     /** Computes every key of {@code request}. */
     KeyPlan plan(KeyContext context, RequestTokens request);
+
+    /**
+     * Rewrites {@code plan}, which this scheme's {@link #plan} made for {@code context}, in place for
+     * {@code request}, when the two requests have the same shape (the same chunks with the same token ranges): only
+     * the chunks' hashes, and so their keys, change, and planning allocates nothing. Whoever holds the plan sees the
+     * new keys, so only the plan's owner may call it.
+     *
+     * @return whether the plan now names {@code request}'s objects; false, with the plan unchanged, when the shapes
+     *     differ or the scheme cannot rewrite plans (the default)
+     */
+    default boolean replan(KeyContext context, RequestTokens request, KeyPlan plan) {
+        return false;
+    }
 }

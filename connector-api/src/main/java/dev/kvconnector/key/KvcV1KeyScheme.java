@@ -10,6 +10,7 @@ import java.security.DigestException;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Objects;
 
 /**
@@ -128,9 +129,54 @@ public final class KvcV1KeyScheme implements KeyScheme {
     private static KeyPlan planFromTokens(Hasher hasher, byte[] seed, int chunkTokens, int layers,
                                           RequestTokens request) {
         int total = request.totalTokens();
-        int count = (int) ((total + (long) chunkTokens - 1) / chunkTokens);
+        int count = chunkCount(total, chunkTokens);
         byte[] hashes = new byte[count * HASH_BYTES];
+        hashTokens(hasher, seed, chunkTokens, request, hashes, count);
         ChunkKeys[] chunks = new ChunkKeys[count];
+        for (int index = 0; index < count; index++) {
+            int start = index * chunkTokens;
+            int stop = (int) Math.min((long) start + chunkTokens, total);
+            chunks[index] = ChunkKeys.tagged(index, start, stop, KEY_PREFIX, hashes, index * HASH_BYTES, layers);
+        }
+        return new KeyPlan(NAME, Granularity.CHUNK_LAYER, Arrays.asList(chunks));
+    }
+
+    /**
+     * {@inheritDoc} A plan of token ids is rewritten for another request of token ids with as many tokens; a plan of
+     * engine chunk hashes is never rewritten.
+     */
+    @Override
+    public boolean replan(KeyContext context, RequestTokens request, KeyPlan plan) {
+        Objects.requireNonNull(context, "context");
+        Objects.requireNonNull(request, "request");
+        List<ChunkKeys> chunks = plan.chunks();
+        int total = request.totalTokens();
+        int count = chunkCount(total, context.chunkTokens());
+        if (!request.hasTokens() || !NAME.equals(plan.scheme()) || chunks.isEmpty() || chunks.size() != count
+                || plan.totalTokens() != total || chunks.getFirst().endToken() != Math.min(context.chunkTokens(), total)
+                || chunks.getFirst().layers() != context.layout().numLayers()) {
+            return false;
+        }
+        byte[] hashes = chunks.getFirst().hashes();
+        if (hashes == null || hashes.length != count * HASH_BYTES) {
+            return false;
+        }
+        String namespace = request.namespace() == null ? "" : request.namespace();
+        requireNoNul("model id", context.modelId());
+        requireNoNul("namespace", namespace);
+        Hasher hasher = Hasher.CURRENT.get();
+        hashTokens(hasher, hasher.seed(context, namespace), context.chunkTokens(), request, hashes, count);
+        return true;
+    }
+
+    private static int chunkCount(int totalTokens, int chunkTokens) {
+        return (int) ((totalTokens + (long) chunkTokens - 1) / chunkTokens);
+    }
+
+    /** Chains the hashes of {@code request}'s {@code count} chunks of tokens from {@code seed} into {@code hashes}. */
+    private static void hashTokens(Hasher hasher, byte[] seed, int chunkTokens, RequestTokens request, byte[] hashes,
+                                   int count) {
+        int total = request.totalTokens();
         ByteBuffer body = hasher.body(1 + Integer.BYTES + Integer.BYTES * Math.min(chunkTokens, total));
         MessageDigest sha = hasher.sha;
         sha.reset();
@@ -146,9 +192,7 @@ public final class KvcV1KeyScheme implements KeyScheme {
             chain(sha, seed, hashes, index);
             sha.update(body);
             digest(sha, hashes, index);
-            chunks[index] = ChunkKeys.tagged(index, start, stop, KEY_PREFIX, hashes, index * HASH_BYTES, layers);
         }
-        return new KeyPlan(NAME, Granularity.CHUNK_LAYER, Arrays.asList(chunks));
     }
 
     private static KeyPlan planFromEngineHashes(Hasher hasher, byte[] seed, int layers, RequestTokens request) {

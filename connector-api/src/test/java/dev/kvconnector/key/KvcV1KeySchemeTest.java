@@ -1,7 +1,10 @@
 package dev.kvconnector.key;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -59,6 +62,48 @@ class KvcV1KeySchemeTest {
         assertEquals(E1, plan.chunks().get(1).hashHex());
         assertEquals(16, plan.chunks().get(1).startToken());
         assertEquals(20, plan.chunks().get(1).endToken());
+    }
+
+    @Test
+    void aReplannedPlanNamesWhatAFreshPlanOfTheNewRequestNames() {
+        KeyPlan plan = SCHEME.plan(QWEN_4, RequestTokens.of(1, 2, 3, 4, 5, 6));
+        ChunkKeys first = plan.chunks().get(0);
+        RequestTokens next = RequestTokens.of(9, 8, 7, 6, 5, 4).inNamespace("tenant-b");
+        assertTrue(SCHEME.replan(QWEN_4, next, plan));
+        KeyPlan fresh = SCHEME.plan(QWEN_4, next);
+        assertSame(first, plan.chunks().get(0), "the plan is rewritten in place");
+        for (int c = 0; c < 2; c++) {
+            ChunkKeys was = plan.chunks().get(c);
+            ChunkKeys want = fresh.chunks().get(c);
+            assertEquals(want.hashHex(), was.hashHex());
+            assertArrayEquals(want.layerKeys(), was.layerKeys());
+            assertEquals(want.hiddenKey(), was.hiddenKey());
+            assertEquals(want.manifestKey(), was.manifestKey());
+            assertEquals(want.startToken(), was.startToken());
+            assertEquals(want.endToken(), was.endToken());
+        }
+        assertTrue(SCHEME.replan(QWEN_4, RequestTokens.of(1, 2, 3, 4, 5, 6), plan));
+        assertEquals(H0, plan.chunks().get(0).hashHex(), "back to the documented vector");
+        assertEquals(H1, plan.chunks().get(1).hashHex());
+    }
+
+    @Test
+    void aPlanOfAnotherShapeIsNotReplannedAndStaysAsItWas() {
+        KeyPlan plan = SCHEME.plan(QWEN_4, RequestTokens.of(1, 2, 3, 4, 5, 6));
+        assertFalse(SCHEME.replan(QWEN_4, RequestTokens.of(1, 2, 3, 4, 5), plan), "fewer tokens");
+        assertFalse(SCHEME.replan(QWEN_4, RequestTokens.of(1, 2, 3, 4, 5, 6, 7, 8, 9), plan), "another chunk");
+        assertFalse(SCHEME.replan(new KeyContext("Qwen/Qwen2.5-0.5B", QWEN, 0, 1, 3), RequestTokens.of(1, 2, 3, 4, 5,
+                6), plan), "other chunk boundaries");
+        assertFalse(SCHEME.replan(QWEN_4, RequestTokens.ofChunkHashes(new String[] {"a", "b"}, 4, 6), plan),
+                "engine hashes");
+        KeyPlan named = new KeyPlan(KvcV1KeyScheme.NAME, Granularity.CHUNK_LAYER, List.of(new ChunkKeys(0, 0, 6, "ab",
+                new String[] {"k"}, null, null)));
+        assertFalse(SCHEME.replan(QWEN_4, RequestTokens.of(1, 2, 3, 4, 5, 6), named), "a plan of named keys");
+        assertEquals(H0, plan.chunks().get(0).hashHex());
+        assertEquals(H1, plan.chunks().get(1).hashHex());
+        assertThrows(KVException.class, () -> SCHEME.replan(QWEN_4, RequestTokens.of(1, 2, 3, 4, 5, 6)
+                .inNamespace("a\u0000b"), plan));
+        assertEquals(H0, plan.chunks().get(0).hashHex(), "a refused namespace leaves the plan as it was");
     }
 
     @Test
