@@ -31,6 +31,8 @@ final class PagedWorkload implements AutoCloseable {
     private final int[] prompt;
     /** Where every drop-select lands, made once as an engine's would be. */
     private final DropTarget dropTarget;
+    /** The session of the last insert, ended, in which the next one begins. */
+    private InsertSession lastInsert;
 
     PagedWorkload(KVStore store, KVLayout layout, int tokens) {
         this.layout = layout;
@@ -83,9 +85,11 @@ final class PagedWorkload implements AutoCloseable {
         return RequestTokens.of(prompt).inNamespace("bench-paged-" + i);
     }
 
-    /** Inserts {@code request}: every layer gathered from the source cache, then commit. */
+    /** Inserts {@code request}: every layer gathered from the source cache, then commit; in the last insert's session. */
     void insert(RequestTokens request) {
-        try (InsertSession s = connector.beginInsert(request)) {
+        InsertSession s = connector.beginInsert(request, lastInsert);
+        lastInsert = s;
+        try (s) {
             for (int l = 0; l < layout.numLayers(); l++) {
                 s.putLayer(l, source, sourceTable);
             }

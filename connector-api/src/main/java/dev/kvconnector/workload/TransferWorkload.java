@@ -5,6 +5,7 @@ import dev.kvconnector.connector.DropResult;
 import dev.kvconnector.connector.DropTarget;
 import dev.kvconnector.connector.InsertSession;
 import dev.kvconnector.connector.KVStoreConnector;
+import dev.kvconnector.connector.LayerSource;
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
 import dev.kvconnector.key.RequestTokens;
@@ -33,12 +34,16 @@ public final class TransferWorkload implements AutoCloseable {
     private final boolean hidden;
     private final Arena arena = Arena.ofShared();
     private final Tensor[][] source;
+    /** Each layer's source tensors as a layer source, made once. */
+    private final LayerSource[] sourceLayers;
     private final Tensor[][] target;
     private final Tensor sourceHidden;
     private final Tensor targetHidden;
     private final int[] prompt;
     /** Where every drop-select lands, made once as an engine's would be. */
     private final DropTarget dropTarget;
+    /** The session of the last insert, ended, in which the next one begins. */
+    private InsertSession lastInsert;
 
     /**
      * @param store the store to move through (the caller closes it)
@@ -84,6 +89,10 @@ public final class TransferWorkload implements AutoCloseable {
         for (int i = 0; i < tokens; i++) {
             prompt[i] = r.nextInt(128_000);
         }
+        sourceLayers = new LayerSource[source.length];
+        for (int l = 0; l < source.length; l++) {
+            sourceLayers[l] = LayerSource.contiguous(l, source[l]);
+        }
         DropTarget t = DropTarget.contiguous(target);
         dropTarget = hidden ? t.withHidden(targetHidden) : t;
     }
@@ -105,11 +114,16 @@ public final class TransferWorkload implements AutoCloseable {
         insert(request(i));
     }
 
-    /** Inserts {@code request} (one of {@link #request}'s): every layer, the hidden states if enabled, then commit. */
+    /**
+     * Inserts {@code request} (one of {@link #request}'s): every layer, the hidden states if enabled, then commit; in
+     * the session of the insert before, as an engine that wants no allocation per request does.
+     */
     public void insert(RequestTokens request) {
-        try (InsertSession s = connector.beginInsert(request)) {
+        InsertSession s = connector.beginInsert(request, lastInsert);
+        lastInsert = s;
+        try (s) {
             for (int l = 0; l < source.length; l++) {
-                s.putLayer(l, source[l]);
+                s.putLayer(l, sourceLayers[l]);
             }
             if (hidden) {
                 s.putHidden(sourceHidden);
