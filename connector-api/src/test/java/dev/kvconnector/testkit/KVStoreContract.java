@@ -16,6 +16,7 @@ import dev.kvconnector.store.PutOptions;
 import dev.kvconnector.store.StoreCapability;
 import dev.kvconnector.store.StoreClaim;
 import dev.kvconnector.store.StoreEvent;
+import dev.kvconnector.store.StoreKey;
 import dev.kvconnector.store.StoreRead;
 import dev.kvconnector.store.StoreSubscription;
 import dev.kvconnector.store.StoreView;
@@ -325,6 +326,75 @@ public abstract class KVStoreContract {
         assertTrue(GetResult.isMiss(results[n - 1]));
         assertEquals(n - 1, store.removeBatch(keys, n));
         assertFalse(store.exists(keys[0]));
+    }
+
+    @Test
+    void aStoreKeyNamesTheSameObjectAsItsString() {
+        StoreKey k = new StoreKey();
+        for (String name : new String[] {"sk-ascii", "sk-üñï-\u4e2d", "sk-{tag}:L7"}) {
+            MemorySegment v = Segments.random(arena, 3_000, name.hashCode());
+            MemorySegment w = Segments.random(arena, 2_000, name.hashCode() + 1);
+            MemorySegment dst = arena.allocate(4_096);
+            assertTrue(store.put(key(name), v, PutOptions.DEFAULT));
+            assertEquals(3_000, store.getInto(k.set(key(name)), dst), "a StoreKey reads what its string put");
+            assertTrue(Segments.equal(v, dst, 3_000));
+            assertTrue(store.put(k.set(key(name + "-b")), w, PutOptions.DEFAULT));
+            assertEquals(2_000, store.getInto(key(name + "-b"), dst), "a string reads what its StoreKey put");
+            assertTrue(Segments.equal(w, dst, 2_000));
+        }
+        assertTrue(GetResult.isMiss(store.getInto(k.set(key("sk-absent")), arena.allocate(16))));
+    }
+
+    @Test
+    void storeKeyBatchesPutGetAndConsumeEveryKey() {
+        int n = 5;
+        StoreKey[] keys = new StoreKey[n];
+        MemorySegment[] values = new MemorySegment[n];
+        MemorySegment[] dsts = new MemorySegment[n];
+        for (int i = 0; i < n; i++) {
+            keys[i] = StoreKey.of(key("skb" + i));
+            values[i] = Segments.random(arena, 64 * (i + 1), 40 + i);
+            dsts[i] = arena.allocate(64 * (i + 1));
+        }
+        boolean[] stored = new boolean[n];
+        store.putBatch(keys, values, n, PutOptions.DEFAULT, stored);
+        for (int i = 0; i < n; i++) {
+            assertTrue(stored[i]);
+            assertEquals(64L * (i + 1), store.size(key("skb" + i)), "stored under the key's string");
+        }
+        keys[n - 1].set(key("skb-absent"));
+        long[] results = new long[n];
+        store.getIntoBatch(keys, dsts, n, results);
+        for (int i = 0; i < n - 1; i++) {
+            assertEquals(64L * (i + 1), results[i]);
+            assertTrue(Segments.equal(values[i], dsts[i], results[i]));
+        }
+        assertTrue(GetResult.isMiss(results[n - 1]));
+        if (declares(StoreCapability.REMOVE)) {
+            assertEquals(n - 1, store.removeConsumed(keys, n));
+            assertFalse(store.exists(key("skb0")));
+        }
+    }
+
+    @Test
+    void aClaimAndAViewUnderAStoreKeyAreTheStringsToo() {
+        assumeTrue(declares(StoreCapability.CLAIM) && declares(StoreCapability.VIEW),
+                "the store does not declare CLAIM and VIEW");
+        MemorySegment v = Segments.random(arena, 5_000, 35);
+        StoreKey k = StoreKey.of(key("skc"));
+        StoreClaim claim = store.newClaim();
+        assertEquals(ClaimResult.CLAIMED, store.tryClaim(k, v.byteSize(), PutOptions.DEFAULT, claim));
+        MemorySegment.copy(v, 0, claim.segment(), 0, v.byteSize());
+        k.set(key("other"));
+        assertTrue(claim.commit(), "the claim keeps its own copy of the key");
+        MemorySegment dst = arena.allocate(v.byteSize());
+        assertEquals(v.byteSize(), store.getInto(key("skc"), dst));
+        assertTrue(Segments.equal(v, dst, v.byteSize()));
+        assertFalse(store.exists(key("other")));
+        try (StoreView view = store.newView()) {
+            assertEquals(v.byteSize(), store.tryView(k.set(key("skc")), view));
+            assertTrue(Segments.equal(v, view.segment(), v.byteSize()));
+        }
     }
 
     @Test
