@@ -12,20 +12,14 @@ import dev.kvconnector.store.ClaimResult;
 import dev.kvconnector.store.PutOptions;
 import dev.kvconnector.store.StoreClaim;
 import dev.kvconnector.store.StoreKey;
-import dev.kvconnector.store.StoreUri;
 import dev.kvconnector.store.StoreView;
-import java.io.IOException;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.nio.file.Path;
 import java.lang.management.ManagementFactory;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.function.Executable;
 
 /**
@@ -38,45 +32,29 @@ class ShmStoreKeyTest {
             "é".repeat(125), "😀".repeat(62) + "ab");
     private static final int BATCH = 4;
 
-    private Path dir;
-    private Arena arena;
-    private final List<ShmStore> opened = new ArrayList<>();
-
-    @BeforeEach
-    void makeDir() throws IOException {
-        dir = ShmTestFiles.newDir();
-        arena = Arena.ofConfined();
-    }
-
-    @AfterEach
-    void cleanUp() throws IOException {
-        opened.forEach(ShmStore::close);
-        arena.close();
-        ShmTestFiles.delete(dir);
-    }
+    @RegisterExtension
+    final ShmStoreDir stores = new ShmStoreDir();
 
     private ShmStore open(String options) {
-        ShmStore s = ShmStore.open(StoreUri.parse("shm:/a?dir=" + dir + "&" + options));
-        opened.add(s);
-        return s;
+        return stores.open("a", options);
     }
 
     private MemorySegment pattern(long len, long seed) {
-        MemorySegment v = arena.allocate(len, 8);
+        MemorySegment v = stores.arena().allocate(len, 8);
         ValuePattern.fill(v, len, seed);
         return v;
     }
 
     /** Reads {@code key}'s value through the string and asserts it is the 16-byte pattern of {@code seed}. */
     private void assertValue(ShmStore s, String key, long seed) {
-        MemorySegment dst = arena.allocate(16);
+        MemorySegment dst = stores.arena().allocate(16);
         assertEquals(16, s.getInto(key, dst), key);
         assertEquals(seed, ValuePattern.seed(dst), key);
     }
 
     /** Reads {@code key}'s value through its bytes and asserts it is the 16-byte pattern of {@code seed}. */
     private void assertValue(ShmStore s, StoreKey key, long seed) {
-        MemorySegment dst = arena.allocate(16);
+        MemorySegment dst = stores.arena().allocate(16);
         assertEquals(16, s.getInto(key, dst), key.toString());
         assertEquals(seed, ValuePattern.seed(dst), key.toString());
     }
@@ -121,7 +99,7 @@ class ShmStoreKeyTest {
         MemorySegment[] dsts = new MemorySegment[n];
         for (int i = 0; i < n; i++) {
             values[i] = pattern(16, 100 + i);
-            dsts[i] = arena.allocate(16);
+            dsts[i] = stores.arena().allocate(16);
         }
         boolean[] stored = new boolean[n];
         s.putBatch(keys, values, n, PutOptions.DEFAULT, stored);
@@ -153,10 +131,10 @@ class ShmStoreKeyTest {
             assertEquals(251, key.length());
             StoreKey[] keys = {key};
             List<Executable> calls = List.of(() -> s.put(key, v, PutOptions.DEFAULT),
-                    () -> s.getInto(key, arena.allocate(16)), () -> s.tryClaim(key, 16, PutOptions.DEFAULT, claim),
+                    () -> s.getInto(key, stores.arena().allocate(16)), () -> s.tryClaim(key, 16, PutOptions.DEFAULT, claim),
                     () -> s.tryView(key, view), () -> s.putBatch(keys, new MemorySegment[] {v}, 1,
                             PutOptions.DEFAULT, new boolean[1]),
-                    () -> s.getIntoBatch(keys, new MemorySegment[] {arena.allocate(16)}, 1, new long[1]),
+                    () -> s.getIntoBatch(keys, new MemorySegment[] {stores.arena().allocate(16)}, 1, new long[1]),
                     () -> s.removeConsumed(keys, 1));
             for (Executable call : calls) {
                 KVException e = assertThrows(KVException.class, call);
@@ -182,7 +160,7 @@ class ShmStoreKeyTest {
         ShmStore s = open("capacity=4MiB&entries=1024");
         int len = 8192;
         MemorySegment v = pattern(len, 1);
-        MemorySegment dst = arena.allocate(len);
+        MemorySegment dst = stores.arena().allocate(len);
         StoreKey put = new StoreKey();
         StoreKey claimed = new StoreKey();
         StoreKey[] batch = new StoreKey[BATCH];
@@ -191,7 +169,7 @@ class ShmStoreKeyTest {
         for (int i = 0; i < BATCH; i++) {
             batch[i] = new StoreKey();
             values[i] = v;
-            dsts[i] = arena.allocate(len);
+            dsts[i] = stores.arena().allocate(len);
         }
         StoreKey[] consumed = {put, claimed, batch[0], batch[1], batch[2], batch[3]};
         boolean[] stored = new boolean[BATCH];
