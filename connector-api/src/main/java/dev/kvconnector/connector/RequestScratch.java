@@ -10,8 +10,8 @@ import java.util.Arrays;
 /**
  * One session's reusable arrays and handles: the keys of its request's objects, the segments, results and flags of a
  * batch call over its chunks, and the store's claim and view handles. Its pool belongs to one connector, so the
- * handles to that connector's store. A session takes one from its connector's {@link Pool} when it starts and gives it back when it
- * ends, so that a steady stream of requests allocates none. Used by one thread at a time.
+ * handles to that connector's store. A session takes one from its connector's {@link Pool} when it starts and gives
+ * it back when it ends, so that a steady stream of requests allocates none. Used by one thread at a time.
  */
 final class RequestScratch {
     StoreKey[] keys = new StoreKey[0];

@@ -33,16 +33,10 @@ class ShmStoreKeyTest {
     private static final int BATCH = 4;
 
     @RegisterExtension
-    final ShmStoreDir stores = new ShmStoreDir();
+    final ShmProcessBench stores = new ShmProcessBench("a");
 
     private ShmStore open(String options) {
-        return stores.open("a", options);
-    }
-
-    private MemorySegment pattern(long len, long seed) {
-        MemorySegment v = stores.arena().allocate(len, 8);
-        ValuePattern.fill(v, len, seed);
-        return v;
+        return stores.open(options);
     }
 
     /** Reads {@code key}'s value through the string and asserts it is the 16-byte pattern of {@code seed}. */
@@ -67,12 +61,13 @@ class ShmStoreKeyTest {
         for (String k : KEYS) {
             StoreKey key = StoreKey.of(k);
             long seed = k.hashCode();
-            assertTrue(s.put(k, pattern(16, seed), PutOptions.DEFAULT), k);
+            assertTrue(s.put(k, stores.pattern(16, seed), PutOptions.DEFAULT), k);
             assertValue(s, key, seed);
             assertEquals(16, s.tryView(key, view), k);
             assertEquals(seed, ValuePattern.seed(view.segment()), k);
             view.release();
-            assertFalse(s.put(key, pattern(16, 0), PutOptions.DEFAULT.withIfAbsent(true)), "the string's object");
+            assertFalse(s.put(key, stores.pattern(16, 0), PutOptions.DEFAULT.withIfAbsent(true)),
+                    "the string's object");
             assertEquals(ClaimResult.EXISTS, s.tryClaim(key, 16, PutOptions.DEFAULT.withIfAbsent(true), claim), k);
 
             assertEquals(ClaimResult.CLAIMED, s.tryClaim(key, 16, PutOptions.DEFAULT, claim), k);
@@ -82,7 +77,7 @@ class ShmStoreKeyTest {
             assertEquals(1, s.removeConsumed(new StoreKey[] {key}, 1), k);
             assertFalse(s.exists(k), "the bytes removed the string's object");
 
-            assertTrue(s.put(key, pattern(16, seed + 2), PutOptions.DEFAULT), k);
+            assertTrue(s.put(key, stores.pattern(16, seed + 2), PutOptions.DEFAULT), k);
             assertValue(s, k, seed + 2);
             assertEquals(16, s.tryView(k, view), k);
             view.release();
@@ -98,7 +93,7 @@ class ShmStoreKeyTest {
         MemorySegment[] values = new MemorySegment[n];
         MemorySegment[] dsts = new MemorySegment[n];
         for (int i = 0; i < n; i++) {
-            values[i] = pattern(16, 100 + i);
+            values[i] = stores.pattern(16, 100 + i);
             dsts[i] = stores.arena().allocate(16);
         }
         boolean[] stored = new boolean[n];
@@ -125,13 +120,14 @@ class ShmStoreKeyTest {
         ShmStore s = open("capacity=1MiB");
         StoreClaim claim = s.newClaim();
         StoreView view = s.newView();
-        MemorySegment v = pattern(16, 1);
+        MemorySegment v = stores.pattern(16, 1);
         for (String k : List.of("k".repeat(251), "é".repeat(125) + "k", "😀".repeat(62) + "abc")) {
             StoreKey key = StoreKey.of(k);
             assertEquals(251, key.length());
             StoreKey[] keys = {key};
             List<Executable> calls = List.of(() -> s.put(key, v, PutOptions.DEFAULT),
-                    () -> s.getInto(key, stores.arena().allocate(16)), () -> s.tryClaim(key, 16, PutOptions.DEFAULT, claim),
+                    () -> s.getInto(key, stores.arena().allocate(16)),
+                    () -> s.tryClaim(key, 16, PutOptions.DEFAULT, claim),
                     () -> s.tryView(key, view), () -> s.putBatch(keys, new MemorySegment[] {v}, 1,
                             PutOptions.DEFAULT, new boolean[1]),
                     () -> s.getIntoBatch(keys, new MemorySegment[] {stores.arena().allocate(16)}, 1, new long[1]),
@@ -159,7 +155,7 @@ class ShmStoreKeyTest {
     void aSteadyStreamOfCallsUnderNewStoreKeysAllocatesNothing() {
         ShmStore s = open("capacity=4MiB&entries=1024");
         int len = 8192;
-        MemorySegment v = pattern(len, 1);
+        MemorySegment v = stores.pattern(len, 1);
         MemorySegment dst = stores.arena().allocate(len);
         StoreKey put = new StoreKey();
         StoreKey claimed = new StoreKey();
