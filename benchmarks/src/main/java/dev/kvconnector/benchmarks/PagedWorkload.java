@@ -85,7 +85,7 @@ final class PagedWorkload implements AutoCloseable {
         return RequestTokens.of(prompt).inNamespace("bench-paged-" + i);
     }
 
-    /** Inserts {@code request} in the last insert's session: every layer gathered from the source cache, then commit. */
+    /** Inserts {@code request} in the last insert's session: each layer gathered from the source cache, then commit. */
     void insert(RequestTokens request) {
         InsertSession s = connector.beginInsert(request, lastInsert);
         lastInsert = s;
