@@ -43,8 +43,8 @@ public interface KVStoreConnector extends AutoCloseable {
      * otherwise (the default), belongs to the new request.
      *
      * @param ended an ended session of this connector, or null for a new one
-     * @throws dev.kvconnector.error.KVException {@code INVALID_ARGUMENT} when {@code ended} is still open or another
-     *     connector's
+     * @throws dev.kvconnector.error.KVException {@code INVALID_ARGUMENT} from a connector that reuses sessions, when
+     *     {@code ended} is still open or another connector's
      */
     default InsertSession beginInsert(RequestTokens request, InsertSession ended) {
         return beginInsert(request);

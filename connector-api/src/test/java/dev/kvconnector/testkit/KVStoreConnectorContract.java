@@ -493,6 +493,27 @@ public abstract class KVStoreConnectorContract {
     }
 
     @Test
+    void insertsBegunEachInTheSessionOfTheLastMoveEachRequestWhole() throws Exception {
+        start(MHA, LAYER_TIMEOUT_MS);
+        RequestKv[] requests = {request(MHA, TOKENS), request(MHA, TOKENS), request(MHA, 70)};
+        InsertSession last = null;
+        for (RequestKv kv : requests) {
+            try (DropSession drop = begin(kv)) {
+                InsertSession ended = last;
+                Future<InsertSession> producer = producers.submit(() -> {
+                    InsertSession insert = pair.producer().beginInsert(kv.request(), ended);
+                    kv.insertAll(insert);
+                    return insert;
+                });
+                assertTrue(drop.result().isComplete(), drop.result()::toString);
+                last = producer.get();
+            }
+            assertLanded(kv, MHA);
+        }
+        assertNull(RequestKv.firstChangeOutside(destination, requests), "a byte outside the requests changed");
+    }
+
+    @Test
     void aCorruptLayerIsNeverAccepted() throws Exception {
         start(MHA, LAYER_TIMEOUT_MS);
         RequestKv kv = request(MHA, TOKENS);
