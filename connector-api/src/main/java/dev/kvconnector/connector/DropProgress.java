@@ -2,8 +2,6 @@ package dev.kvconnector.connector;
 
 import dev.kvconnector.error.ErrorCode;
 import dev.kvconnector.error.KVException;
-import java.util.concurrent.locks.Condition;
-import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -11,13 +9,14 @@ import org.slf4j.LoggerFactory;
 /**
  * The progress of one drop-select, shared by the thread that loads it and the threads that wait on it: layers
  * loaded so far, then one result (a hit or a miss) or one failure, which every waiter receives. Thread-safe.
+ *
+ * <p>Waiters wait on this object's monitor rather than a {@code ReentrantLock}'s condition, which makes a node object
+ * each time a thread blocks: a stream of layer-wise drop-selects then allocates nothing to wait.
  */
 final class DropProgress {
     private static final Logger LOG = LoggerFactory.getLogger(DropProgress.class);
     private final StoreConnector connector;
     private final boolean streaming;
-    private final ReentrantLock lock = new ReentrantLock();
-    private final Condition progress = lock.newCondition();
     private int layersLoaded;
     private DropResult result;
     private Throwable failure;
@@ -45,14 +44,11 @@ final class DropProgress {
             // Counted before any waiter sees it: metrics() after result() returns includes this result.
             connector.metricsRecorder().recordResult(r);
         }
-        lock.lock();
-        try {
+        synchronized (this) {
             result = r;
             failure = f;
             done = true;
-            progress.signalAll();
-        } finally {
-            lock.unlock();
+            notifyAll();
         }
         if (r != null) {
             if (!r.isHit()) {
@@ -64,77 +60,68 @@ final class DropProgress {
     }
 
     /** Forgets an ended load, for the next request of its session. */
-    void reset() {
-        lock.lock();
-        try {
-            layersLoaded = 0;
-            result = null;
-            failure = null;
-            done = false;
-        } finally {
-            lock.unlock();
-        }
+    synchronized void reset() {
+        layersLoaded = 0;
+        result = null;
+        failure = null;
+        done = false;
     }
 
     /** Layers {@code 0..layer} are in the destination. */
-    void layerLoaded(int layer) {
-        lock.lock();
-        try {
-            layersLoaded = layer + 1;
-            progress.signalAll();
-        } finally {
-            lock.unlock();
-        }
+    synchronized void layerLoaded(int layer) {
+        layersLoaded = layer + 1;
+        notifyAll();
     }
 
     /** As {@link DropSession#awaitLayer}. */
-    boolean awaitLayer(int layer) {
-        lock.lock();
-        try {
-            while (layersLoaded <= layer && !done) {
-                progress.awaitUninterruptibly();
-            }
-            if (layersLoaded > layer) {
-                return true;
-            }
-            rethrowFailure();
-            return false;
-        } finally {
-            lock.unlock();
+    synchronized boolean awaitLayer(int layer) {
+        boolean interrupted = false;
+        while (layersLoaded <= layer && !done) {
+            interrupted |= waitOnce();
         }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+        if (layersLoaded > layer) {
+            return true;
+        }
+        rethrowFailure();
+        return false;
     }
 
     /** As {@link DropSession#result}. */
-    DropResult result() {
-        lock.lock();
-        try {
-            awaitDone();
-            rethrowFailure();
-            return result;
-        } finally {
-            lock.unlock();
-        }
+    synchronized DropResult result() {
+        awaitDone();
+        rethrowFailure();
+        return result;
     }
 
     /** Whether the load has finished, whatever its outcome. */
-    boolean isDone() {
-        lock.lock();
-        try {
-            return done;
-        } finally {
-            lock.unlock();
-        }
+    synchronized boolean isDone() {
+        return done;
     }
 
     /** Waits until the load has finished, whatever its outcome. */
-    void awaitDone() {
-        lock.lock();
+    synchronized void awaitDone() {
+        boolean interrupted = false;
+        while (!done) {
+            interrupted |= waitOnce();
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /**
+     * One {@link #wait()} on the caller's hold of this monitor; whether an interrupt ended it (the waits go on, as
+     * the lock's {@code awaitUninterruptibly} did, and set the interrupt flag again when they end).
+     */
+    private boolean waitOnce() {
         try {
-            while (!done) {
-                progress.awaitUninterruptibly();
-            }
-        } finally {
-            lock.unlock();
+            wait();
+            return false;
+        } catch (InterruptedException e) {
+            return true;
         }
     }
 

@@ -65,6 +65,21 @@ public interface KVStoreConnector extends AutoCloseable {
      */
     DropSession beginDropSelect(RequestTokens request, DropTarget target);
 
+    /**
+     * {@link #beginDropSelect(RequestTokens, DropTarget)} in {@code ended}, a session this connector began before
+     * whose load has ended (its {@code result()} returned or it was closed), as
+     * {@link #beginInsert(RequestTokens, InsertSession)} reuses an insert's: the caller stops using {@code ended} for
+     * its old request, and the returned session ({@code ended} itself where the connector can reuse it, a new one
+     * otherwise, the default) belongs to the new request.
+     *
+     * @param ended an ended drop-select of this connector, or null for a new one
+     * @throws dev.kvconnector.error.KVException {@code INVALID_ARGUMENT} from a connector that reuses sessions, when
+     *     {@code ended} is still loading or another connector's
+     */
+    default DropSession beginDropSelect(RequestTokens request, DropTarget target, DropSession ended) {
+        return beginDropSelect(request, target);
+    }
+
     /** The layout every transfer of this connector has. */
     KVLayout layout();
 

@@ -296,12 +296,36 @@ public final class StoreConnector implements KVStoreConnector {
         if (codec.completion() == Completion.PER_CHUNK) {
             ChunkObjectDropSession s = new ChunkObjectDropSession(this, geo, target, dropMode, true,
                     layerTimeoutMillis * 1_000_000L, request.totalTokens());
-            execute(s::run);
+            execute(s.runner);
             return s;
         }
         StoreDropSession s = new StoreDropSession(this, geo, target, dropMode, true, layerTimeoutMillis * 1_000_000L,
                 request.totalTokens());
-        execute(s::run);
+        execute(s.runner);
+        return s;
+    }
+
+    /** {@inheritDoc} Reuses {@code ended}, and with the same request shape its plan too, for a per-layer codec. */
+    @Override
+    public DropSession beginDropSelect(RequestTokens request, DropTarget target, DropSession ended) {
+        if (ended == null) {
+            return beginDropSelect(request, target);
+        }
+        if (!(ended instanceof StoreDropBase b) || b.connector != this) {
+            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "the session to reuse was not begun by this connector")
+                    .store(store.uri()).operation("beginDropSelect").build();
+        }
+        if (!b.ended()) {
+            throw KVException.of(ErrorCode.INVALID_ARGUMENT, "the session to reuse is still loading")
+                    .store(store.uri()).operation("beginDropSelect")
+                    .hint("wait for its result() or close() it before beginning another drop-select in it").build();
+        }
+        if (!(b instanceof StoreDropSession s)) {
+            return beginDropSelect(request, target);
+        }
+        s.restart(dropGeometry(request, target, s.geo), target, dropMode, layerTimeoutMillis * 1_000_000L,
+                request.totalTokens());
+        execute(s.runner);
         return s;
     }
 

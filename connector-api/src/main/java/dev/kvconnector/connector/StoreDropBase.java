@@ -37,6 +37,8 @@ abstract class StoreDropBase implements DropSession {
     final DropProgress progress;
     /** The load and its events, made once per session so that a reused session's run allocates nothing. */
     private final Supplier<DropResult> loadAndEmit;
+    /** {@link #run}, for the connector's I/O threads; made once per session. */
+    final Runnable runner;
     /** The last hit this session returned, returned again for a hit of the same tokens (results are values). */
     private DropResult lastHit;
     /** The keys and batch arrays of the load while {@link #run} runs, else null. */
@@ -58,31 +60,39 @@ abstract class StoreDropBase implements DropSession {
         this.deadlineNanos = System.nanoTime() + timeoutNanos;
         this.requestedTokens = requestedTokens;
         this.progress = new DropProgress(connector, streaming);
-        this.loadAndEmit = () -> connector.emitResult(this.geo, load());
+        this.loadAndEmit = this::loadInScratch;
+        this.runner = this::run;
+    }
+
+    /** Runs the load; a failure (not a miss) is kept and rethrown to whoever waits. */
+    final void run() {
+        progress.run(loadAndEmit);
     }
 
     /**
-     * Runs the load with scratch room for every object's key of every chunk (a consume removes them all at once); a
-     * failure (not a miss) is kept and rethrown to whoever waits.
+     * The load, with scratch room for every object's key of every chunk (a consume removes them all at once), given
+     * back before any waiter hears the result: once {@link #ended()}, the session holds nothing of its run.
      */
-    final void run() {
+    private DropResult loadInScratch() {
         scratch = connector.scratch().take(geo.chunks.length * (connector.layout().numLayers() + 2),
                 geo.chunks.length);
         try {
-            progress.run(loadAndEmit);
+            return connector.emitResult(geo, load());
         } finally {
             connector.scratch().give(scratch);
             scratch = null;
         }
     }
 
+    /** Whether the load has ended, whatever its outcome, so that {@link #restart} may reuse the session. */
+    final boolean ended() {
+        return progress.isDone();
+    }
+
     /** Loads the request into the target: a hit, or a miss with its reason. */
     abstract DropResult load();
 
-    /**
-     * Reuses this whole-request session, whose run has ended, for another request: as if made anew with these
-     * arguments.
-     */
+    /** Reuses this session, whose load has {@link #ended()}, for another request, as if made anew with these. */
     void restart(ChunkGeometry geometry, DropTarget into, DropMode dropMode, long timeoutNanos, int tokens) {
         this.geo = geometry;
         this.objects = geometry.objects;

@@ -1,6 +1,6 @@
 package dev.kvconnector.connector;
 
-import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.sun.management.ThreadMXBean;
 import dev.kvconnector.key.RequestTokens;
@@ -14,21 +14,28 @@ import dev.kvconnector.tensor.TensorSpec;
 import java.lang.foreign.Arena;
 import java.lang.management.ManagementFactory;
 import java.util.SplittableRandom;
+import java.util.function.LongSupplier;
+import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
 
 /**
  * What the connector allocates on the caller's thread for a steady stream of requests of content never stored before
  * over {@code memory:} (claims and views, every key new), with each insert begun in the session of the one before and
- * whole-request drop-selects: nothing. A request here has 4 chunks and 24 layers, so 104 objects and keys.
+ * whole-request drop-selects: nothing per request (less than a byte a request on average, where one object is 16
+ * or more; a round is 0 bytes in a quiet JVM, and a recompilation in the suite may allocate a few bytes in every round
+ * there); with layer-wise drop-selects, each begun in the session of the last, nothing but the JDK's wait nodes on
+ * the I/O threads. A request here has 4 chunks and 24 layers, so 104 objects and keys.
  */
 class RequestAllocationTest {
     private static final ThreadMXBean THREADS = (ThreadMXBean) ManagementFactory.getThreadMXBean();
     private static final KVLayout LAYOUT = KVLayout.preset("qwen2.5-0.5b");
     private static final int TOKENS = 1024;
     private static final int REQUESTS = 200;
+    /** Bytes per request that the connector's I/O threads may allocate waiting for work (the JDK's queue). */
+    private static final long IDLE_WAIT_BYTES = 128;
 
     @Test
-    void aSteadyStreamOfNewRequestsThroughPagedCachesAllocatesNothing() {
+    void aSteadyStreamOfNewRequestsThroughPagedCachesAllocatesNoObjectPerRequest() {
         try (KVStore store = KVStores.open("memory:?capacity=256MiB");
              KVStoreConnector kv = KVStoreConnector.builder(store, LAYOUT).chunkTokens(256)
                      .dropMode(DropMode.CONSUME).build();
@@ -41,7 +48,7 @@ class RequestAllocationTest {
             BlockTable table = new BlockTable(blocks, LAYOUT.blockSize(), TOKENS);
             DropTarget into = DropTarget.paged(target, table);
             InsertSession[] last = new InsertSession[1];
-            long perRound = leastPerRound(r -> {
+            long perRound = leastPerRound(THREADS::getCurrentThreadAllocatedBytes, r -> {
                 InsertSession s = kv.beginInsert(r, last[0]);
                 for (int l = 0; l < LAYOUT.numLayers(); l++) {
                     s.putLayer(l, source, table);
@@ -50,13 +57,13 @@ class RequestAllocationTest {
                 last[0] = s;
                 requireHit(kv.dropSelect(r, into));
             });
-            assertEquals(0, perRound, REQUESTS + " inserts and drop-selects of new requests allocated " + perRound
-                    + " bytes on the caller's thread");
+            assertTrue(perRound < REQUESTS, REQUESTS + " inserts and drop-selects of new requests allocated "
+                    + perRound + " bytes on the caller's thread, which is an object per request");
         }
     }
 
     @Test
-    void aSteadyStreamOfNewRequestsThroughHostTensorsAllocatesNothing() {
+    void aSteadyStreamOfNewRequestsThroughHostTensorsAllocatesNoObjectPerRequest() {
         TensorSpec spec = TensorSpec.of(LAYOUT.dtype(), TOKENS, LAYOUT.kvHeads(), LAYOUT.headSize());
         try (Arena arena = Arena.ofConfined(); KVStore store = KVStores.open("memory:?capacity=256MiB");
              KVStoreConnector kv = KVStoreConnector.builder(store, LAYOUT).chunkTokens(256)
@@ -73,7 +80,7 @@ class RequestAllocationTest {
             }
             DropTarget into = DropTarget.contiguous(to);
             InsertSession[] last = new InsertSession[1];
-            long perRound = leastPerRound(r -> {
+            long perRound = leastPerRound(THREADS::getCurrentThreadAllocatedBytes, r -> {
                 InsertSession s = kv.beginInsert(r, last[0]);
                 for (int l = 0; l < LAYOUT.numLayers(); l++) {
                     s.putLayer(l, sources[l]);
@@ -82,8 +89,40 @@ class RequestAllocationTest {
                 last[0] = s;
                 requireHit(kv.dropSelect(r, into));
             });
-            assertEquals(0, perRound, REQUESTS + " inserts and drop-selects of new requests allocated " + perRound
-                    + " bytes on the caller's thread");
+            assertTrue(perRound < REQUESTS, REQUESTS + " inserts and drop-selects of new requests allocated "
+                    + perRound + " bytes on the caller's thread, which is an object per request");
+        }
+    }
+
+    @Test
+    void aSteadyStreamOfLayerWiseDropSelectsAllocatesOnlyTheIoThreadsIdleWaits() {
+        try (KVStore store = KVStores.open("memory:?capacity=256MiB");
+             KVStoreConnector kv = KVStoreConnector.builder(store, LAYOUT).chunkTokens(256)
+                     .dropMode(DropMode.CONSUME).build();
+             PagedKVCache source = PagedKVCache.allocate(LAYOUT, TOKENS / LAYOUT.blockSize());
+             PagedKVCache target = PagedKVCache.allocate(LAYOUT, TOKENS / LAYOUT.blockSize())) {
+            BlockTable table = new BlockTable(IntStream.range(0, TOKENS / LAYOUT.blockSize()).toArray(),
+                    LAYOUT.blockSize(), TOKENS);
+            DropTarget into = DropTarget.paged(target, table);
+            InsertSession[] lastInsert = new InsertSession[1];
+            DropSession[] lastDrop = new DropSession[1];
+            // The load runs on the connector's I/O thread: count every thread's bytes, the caller's included.
+            long perRound = leastPerRound(THREADS::getTotalThreadAllocatedBytes, r -> {
+                DropSession drop = kv.beginDropSelect(r, into, lastDrop[0]);
+                InsertSession s = kv.beginInsert(r, lastInsert[0]);
+                for (int l = 0; l < LAYOUT.numLayers(); l++) {
+                    s.putLayer(l, source, table);
+                }
+                s.commit();
+                lastInsert[0] = s;
+                requireHit(drop.result());
+                lastDrop[0] = drop;
+            });
+            // What remains is the JDK's: an idle I/O thread that waits for the next load in ArrayBlockingQueue.take
+            // makes a condition node each time (JFR: about 60 bytes a request). A session or plan per request is
+            // about 2 KB, and fails this.
+            assertTrue(perRound <= REQUESTS * IDLE_WAIT_BYTES, REQUESTS + " inserts and layer-wise drop-selects of new "
+                    + "requests allocated " + perRound + " bytes on all threads");
         }
     }
 
@@ -95,20 +134,20 @@ class RequestAllocationTest {
      * The least bytes a round of {@value #REQUESTS} new requests allocated, over several rounds after warming up: a
      * one-off (a recompilation) shows in one round only.
      */
-    private static long leastPerRound(Round round) {
+    private static long leastPerRound(LongSupplier allocated, Round round) {
         SplittableRandom random = new SplittableRandom(11);
         long least = Long.MAX_VALUE;
-        for (int rounds = 0; rounds < 6; rounds++) {
+        for (int rounds = 0; rounds < 8; rounds++) {
             RequestTokens[] requests = new RequestTokens[REQUESTS];
             for (int i = 0; i < REQUESTS; i++) {
                 requests[i] = RequestTokens.of(random.ints(TOKENS, 0, 128_000).toArray());
             }
-            long before = THREADS.getCurrentThreadAllocatedBytes();
+            long before = allocated.getAsLong();
             for (RequestTokens r : requests) {
                 round.run(r);
             }
-            long bytes = THREADS.getCurrentThreadAllocatedBytes() - before;
-            if (rounds >= 2) {
+            long bytes = allocated.getAsLong() - before;
+            if (rounds >= 3) {
                 least = Math.min(least, bytes);
             }
         }

@@ -181,6 +181,42 @@ class SessionReuseTest {
     }
 
     @Test
+    void aLayerWiseDropSelectInAnEndedSessionLoadsTheNewRequest() {
+        DropSession last = null;
+        int[] sizes = {40, 40, 70};
+        for (int i = 0; i < sizes.length; i++) {
+            RequestTokens r = request(sizes[i], 20 + i);
+            Tensor[][] from = tensors(sizes[i], 20 + i);
+            Tensor[][] into = tensors(sizes[i], 0);
+            DropSession drop = kv.beginDropSelect(r, DropTarget.contiguous(into), last);
+            if (last != null && i < 2) {
+                assertSame(last, drop, "the ended session is reused");
+            }
+            try (InsertSession s = kv.beginInsert(r)) {
+                putAll(s, from);
+                s.commit();
+            }
+            assertTrue(drop.result().isComplete(), drop.result().toString());
+            for (int l = 0; l < from.length; l++) {
+                assertTrue(Segments.equal(from[l][0].segment(), into[l][0].segment(), from[l][0].spec().byteSize()),
+                        "request " + i + " layer " + l);
+            }
+            last = drop;
+        }
+    }
+
+    @Test
+    void aLayerWiseDropSelectStillLoadingIsRefusedAsTheSessionOfTheNext() {
+        DropSession loading = kv.beginDropSelect(request(20, 30), DropTarget.contiguous(tensors(20, 0)));
+        KVException e = assertThrows(KVException.class,
+                () -> kv.beginDropSelect(request(20, 31), DropTarget.contiguous(tensors(20, 0)), loading));
+        assertEquals(ErrorCode.INVALID_ARGUMENT, e.code());
+        assertTrue(e.getMessage().contains("still loading"), e.getMessage());
+        assertTrue(loading.abandon("the test is over"));
+        loading.close();
+    }
+
+    @Test
     void concurrentWholeRequestDropSelectsEachGetTheirOwnRequest() throws Exception {
         int requests = 24;
         List<Tensor[][]> sources = new ArrayList<>();

@@ -493,21 +493,27 @@ public abstract class KVStoreConnectorContract {
     }
 
     @Test
-    void insertsBegunEachInTheSessionOfTheLastMoveEachRequestWhole() throws Exception {
+    void transfersBegunEachInTheSessionsOfTheLastMoveEachRequestWhole() throws Exception {
         start(MHA, LAYER_TIMEOUT_MS);
         RequestKv[] requests = {request(MHA, TOKENS), request(MHA, TOKENS), request(MHA, 70)};
-        InsertSession last = null;
+        InsertSession lastInsert = null;
+        DropSession lastDrop = null;
         for (RequestKv kv : requests) {
-            try (DropSession drop = begin(kv)) {
-                InsertSession ended = last;
+            DropSession drop = pair.consumer().beginDropSelect(kv.request(), kv.target(destination), lastDrop);
+            try {
+                handOver(pair, kv.request(), drop);
+                InsertSession ended = lastInsert;
                 Future<InsertSession> producer = producers.submit(() -> {
                     InsertSession insert = pair.producer().beginInsert(kv.request(), ended);
                     kv.insertAll(insert);
                     return insert;
                 });
                 assertTrue(drop.result().isComplete(), drop.result()::toString);
-                last = producer.get();
+                lastInsert = producer.get();
+            } finally {
+                drop.close();
             }
+            lastDrop = drop;
             assertLanded(kv, MHA);
         }
         assertNull(RequestKv.firstChangeOutside(destination, requests), "a byte outside the requests changed");
