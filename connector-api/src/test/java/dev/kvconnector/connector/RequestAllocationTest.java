@@ -46,19 +46,7 @@ class RequestAllocationTest {
                 blocks[i] = blocks.length - 1 - i;
             }
             BlockTable table = new BlockTable(blocks, LAYOUT.blockSize(), TOKENS);
-            DropTarget into = DropTarget.paged(target, table);
-            InsertSession[] last = new InsertSession[1];
-            long perRound = leastPerRound(THREADS::getCurrentThreadAllocatedBytes, r -> {
-                InsertSession s = kv.beginInsert(r, last[0]);
-                for (int l = 0; l < LAYOUT.numLayers(); l++) {
-                    s.putLayer(l, source, table);
-                }
-                s.commit();
-                last[0] = s;
-                requireHit(kv.dropSelect(r, into));
-            });
-            assertTrue(perRound < REQUESTS, REQUESTS + " inserts and drop-selects of new requests allocated "
-                    + perRound + " bytes on the caller's thread, which is an object per request");
+            assertNoObjectPerRequest(kv, DropTarget.paged(target, table), (s, l) -> s.putLayer(l, source, table));
         }
     }
 
@@ -78,19 +66,7 @@ class RequestAllocationTest {
                 }
                 sources[l] = LayerSource.contiguous(l, from[l][0], from[l][1]);
             }
-            DropTarget into = DropTarget.contiguous(to);
-            InsertSession[] last = new InsertSession[1];
-            long perRound = leastPerRound(THREADS::getCurrentThreadAllocatedBytes, r -> {
-                InsertSession s = kv.beginInsert(r, last[0]);
-                for (int l = 0; l < LAYOUT.numLayers(); l++) {
-                    s.putLayer(l, sources[l]);
-                }
-                s.commit();
-                last[0] = s;
-                requireHit(kv.dropSelect(r, into));
-            });
-            assertTrue(perRound < REQUESTS, REQUESTS + " inserts and drop-selects of new requests allocated "
-                    + perRound + " bytes on the caller's thread, which is an object per request");
+            assertNoObjectPerRequest(kv, DropTarget.contiguous(to), (s, l) -> s.putLayer(l, sources[l]));
         }
     }
 
@@ -124,6 +100,29 @@ class RequestAllocationTest {
             assertTrue(perRound <= REQUESTS * IDLE_WAIT_BYTES, REQUESTS + " inserts and layer-wise drop-selects of new "
                     + "requests allocated " + perRound + " bytes on all threads");
         }
+    }
+
+    private interface LayerPut {
+        void put(InsertSession insert, int layer);
+    }
+
+    /**
+     * Inserts rounds of new requests, each in the session of the one before, through {@code put}, and drop-selects
+     * each whole into {@code into}: less than a byte per request on the caller's thread, so no object per request.
+     */
+    private static void assertNoObjectPerRequest(KVStoreConnector kv, DropTarget into, LayerPut put) {
+        InsertSession[] last = new InsertSession[1];
+        long perRound = leastPerRound(THREADS::getCurrentThreadAllocatedBytes, r -> {
+            InsertSession s = kv.beginInsert(r, last[0]);
+            for (int l = 0; l < LAYOUT.numLayers(); l++) {
+                put.put(s, l);
+            }
+            s.commit();
+            last[0] = s;
+            requireHit(kv.dropSelect(r, into));
+        });
+        assertTrue(perRound < REQUESTS, REQUESTS + " inserts and drop-selects of new requests allocated " + perRound
+                + " bytes on the caller's thread, which is an object per request");
     }
 
     private interface Round {
