@@ -36,11 +36,8 @@ class RequestAllocationTest {
 
     @Test
     void aSteadyStreamOfNewRequestsThroughPagedCachesAllocatesNoObjectPerRequest() {
-        try (KVStore store = KVStores.open("memory:?capacity=256MiB");
-             KVStoreConnector kv = KVStoreConnector.builder(store, LAYOUT).chunkTokens(256)
-                     .dropMode(DropMode.CONSUME).build();
-             PagedKVCache source = PagedKVCache.allocate(LAYOUT, TOKENS / LAYOUT.blockSize());
-             PagedKVCache target = PagedKVCache.allocate(LAYOUT, TOKENS / LAYOUT.blockSize())) {
+        try (KVStore store = KVStores.open("memory:?capacity=256MiB"); KVStoreConnector kv = connector(store);
+             PagedKVCache source = cache(); PagedKVCache target = cache()) {
             int[] blocks = new int[TOKENS / LAYOUT.blockSize()];
             for (int i = 0; i < blocks.length; i++) {
                 blocks[i] = blocks.length - 1 - i;
@@ -54,8 +51,7 @@ class RequestAllocationTest {
     void aSteadyStreamOfNewRequestsThroughHostTensorsAllocatesNoObjectPerRequest() {
         TensorSpec spec = TensorSpec.of(LAYOUT.dtype(), TOKENS, LAYOUT.kvHeads(), LAYOUT.headSize());
         try (Arena arena = Arena.ofConfined(); KVStore store = KVStores.open("memory:?capacity=256MiB");
-             KVStoreConnector kv = KVStoreConnector.builder(store, LAYOUT).chunkTokens(256)
-                     .dropMode(DropMode.CONSUME).build()) {
+             KVStoreConnector kv = connector(store)) {
             Tensor[][] from = new Tensor[LAYOUT.numLayers()][2];
             Tensor[][] to = new Tensor[LAYOUT.numLayers()][2];
             LayerSource[] sources = new LayerSource[LAYOUT.numLayers()];
@@ -72,11 +68,8 @@ class RequestAllocationTest {
 
     @Test
     void aSteadyStreamOfLayerWiseDropSelectsAllocatesOnlyTheIoThreadsIdleWaits() {
-        try (KVStore store = KVStores.open("memory:?capacity=256MiB");
-             KVStoreConnector kv = KVStoreConnector.builder(store, LAYOUT).chunkTokens(256)
-                     .dropMode(DropMode.CONSUME).build();
-             PagedKVCache source = PagedKVCache.allocate(LAYOUT, TOKENS / LAYOUT.blockSize());
-             PagedKVCache target = PagedKVCache.allocate(LAYOUT, TOKENS / LAYOUT.blockSize())) {
+        try (KVStore store = KVStores.open("memory:?capacity=256MiB"); KVStoreConnector kv = connector(store);
+             PagedKVCache source = cache(); PagedKVCache target = cache()) {
             BlockTable table = new BlockTable(IntStream.range(0, TOKENS / LAYOUT.blockSize()).toArray(),
                     LAYOUT.blockSize(), TOKENS);
             DropTarget into = DropTarget.paged(target, table);
@@ -100,6 +93,16 @@ class RequestAllocationTest {
             assertTrue(perRound <= REQUESTS * IDLE_WAIT_BYTES, REQUESTS + " inserts and layer-wise drop-selects of new "
                     + "requests allocated " + perRound + " bytes on all threads");
         }
+    }
+
+    /** A consuming connector over {@code store} with 4 chunks of 256 tokens per request. */
+    private static KVStoreConnector connector(KVStore store) {
+        return KVStoreConnector.builder(store, LAYOUT).chunkTokens(256).dropMode(DropMode.CONSUME).build();
+    }
+
+    /** A paged cache with room for one request. */
+    private static PagedKVCache cache() {
+        return PagedKVCache.allocate(LAYOUT, TOKENS / LAYOUT.blockSize());
     }
 
     private interface LayerPut {
