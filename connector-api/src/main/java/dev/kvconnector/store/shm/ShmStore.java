@@ -53,17 +53,13 @@ import org.slf4j.LoggerFactory;
  * a whole ring ({@code events=}, default 1 MiB) behind, or a writer killed holding the lock, shows as a gap in the
  * sequence numbers.
  *
- * <p>Zero-copy ({@link StoreCapability#CLAIM}, {@link StoreCapability#VIEW}): a claim ({@link ShmClaim}) is a put
- * whose copy the caller makes into the mapping, a view ({@link ShmView}) a read whose lease lasts until the release;
- * their segments throw {@link IllegalStateException} after {@link #close()}.
+ * <p>Zero-copy ({@link StoreCapability#CLAIM}, {@link StoreCapability#VIEW}) through {@link ShmClaim} and
+ * {@link ShmView}; a file truncated under a running store is named at this boundary ({@link ShmFileSize}): the package
+ * comment says what each does.
  *
- * <p>A file that another process truncated while the store runs: each call asks the file's size as it enters (one
- * {@code fstat}, 0.25 to 0.35 us added to a call) and fails with {@code CORRUPT_OBJECT}, naming the file, the size it
- * has and the size it had, and the likely cause, where it would touch what the cut took: every call, when the cut
- * reached the tables; puts, claims and commits, when it took only values; and reads (sizes too) of the values it
- * took, while values before the cut stay readable and removable. {@link #healthCheck()} fails on any cut. A fault
- * that a truncation racing a call causes in the mapping is caught at this boundary and named the same way (see
- * {@link ShmFileSize}).
+ * <p>Over 400 lines because every call that takes a key has two entry points, a {@code String} encoded and a
+ * {@link StoreKey} taken as it is, over one implementation that enters the call gate and names a truncation; what the
+ * calls do is in the parts behind it.
  *
  * @see dev.kvconnector.store.shm the parts, of one idea each, behind this facade
  */
