@@ -17,6 +17,8 @@ import java.nio.charset.StandardCharsets;
  */
 final class KeyScratch {
     private static final ThreadLocal<KeyScratch> CURRENT = ThreadLocal.withInitial(KeyScratch::new);
+    /** Each thread's key that a {@code String} is encoded into before its bytes are taken. */
+    private static final ThreadLocal<StoreKey> TEXT = ThreadLocal.withInitial(StoreKey::new);
 
     /** On the heap: a virtual thread per request then costs one small array, not an arena and its cleaner. */
     private final byte[] array = new byte[ShmLayout.MAX_KEY_BYTES + 8];
@@ -60,20 +62,35 @@ final class KeyScratch {
         if (key.length() > ShmLayout.MAX_KEY_BYTES) {
             throw tooLong(key.toString(), op, uri);
         }
-        KeyScratch s = CURRENT.get();
-        key.copyTo(s.array, 0);
-        s.length = key.length();
-        s.hash = s.hash();
-        return s;
+        return CURRENT.get().fill(key);
     }
 
+    /**
+     * {@code key} encoded into this thread's scratch as {@code key.getBytes(UTF_8)} would (through the thread's
+     * {@link StoreKey}, the one encoder of keys); its length is -1 when it is longer than
+     * {@link ShmLayout#MAX_KEY_BYTES}.
+     */
     static KeyScratch encode(String key) {
         KeyScratch s = CURRENT.get();
-        s.length = s.utf8(key);
-        if (s.length >= 0) {
-            s.hash = s.hash();
+        // A key of more characters than that has more bytes too: refused before it is encoded.
+        if (key.length() > ShmLayout.MAX_KEY_BYTES) {
+            s.length = -1;
+            return s;
         }
-        return s;
+        StoreKey text = TEXT.get().set(key);
+        if (text.length() > ShmLayout.MAX_KEY_BYTES) {
+            s.length = -1;
+            return s;
+        }
+        return s.fill(text);
+    }
+
+    /** Makes this scratch hold {@code key}'s bytes, at most {@link ShmLayout#MAX_KEY_BYTES}, and their hash. */
+    private KeyScratch fill(StoreKey key) {
+        key.copyTo(array, 0);
+        length = key.length();
+        hash = hash();
+        return this;
     }
 
     /** Makes this scratch hold {@code other}'s key: its bytes, length and hash. */
@@ -101,58 +118,6 @@ final class KeyScratch {
         return KVException.of(ErrorCode.INVALID_ARGUMENT, "the key is longer than " + ShmLayout.MAX_KEY_BYTES
                 + " UTF-8 bytes").store(uri).operation(op).key(key)
                 .hint("shorten the key, or hash its tail (a key scheme can do that)").build();
-    }
-
-    /** UTF-8 as {@code String.getBytes(UTF_8)} writes it (unpaired surrogates become '?'). */
-    private int utf8(String key) {
-        int n = key.length();
-        if (n > ShmLayout.MAX_KEY_BYTES) {
-            return -1;
-        }
-        int p = 0;
-        for (int i = 0; i < n; i++) {
-            char c = key.charAt(i);
-            if (c < 0x80) {
-                if (p + 1 > ShmLayout.MAX_KEY_BYTES) {
-                    return -1;
-                }
-                put(p++, c);
-            } else if (c < 0x800) {
-                if (p + 2 > ShmLayout.MAX_KEY_BYTES) {
-                    return -1;
-                }
-                put(p++, 0xC0 | c >> 6);
-                put(p++, 0x80 | c & 0x3F);
-            } else if (Character.isSurrogate(c)) {
-                if (Character.isHighSurrogate(c) && i + 1 < n && Character.isLowSurrogate(key.charAt(i + 1))) {
-                    int cp = Character.toCodePoint(c, key.charAt(++i));
-                    if (p + 4 > ShmLayout.MAX_KEY_BYTES) {
-                        return -1;
-                    }
-                    put(p++, 0xF0 | cp >> 18);
-                    put(p++, 0x80 | cp >> 12 & 0x3F);
-                    put(p++, 0x80 | cp >> 6 & 0x3F);
-                    put(p++, 0x80 | cp & 0x3F);
-                } else {
-                    if (p + 1 > ShmLayout.MAX_KEY_BYTES) {
-                        return -1;
-                    }
-                    put(p++, '?');
-                }
-            } else {
-                if (p + 3 > ShmLayout.MAX_KEY_BYTES) {
-                    return -1;
-                }
-                put(p++, 0xE0 | c >> 12);
-                put(p++, 0x80 | c >> 6 & 0x3F);
-                put(p++, 0x80 | c & 0x3F);
-            }
-        }
-        return p;
-    }
-
-    private void put(int p, int b) {
-        array[p] = (byte) b;
     }
 
     /** FNV-1a over the bytes, then the murmur3 finalizer so that both halves of the hash are well mixed. */
