@@ -23,7 +23,10 @@ import org.agrona.collections.Long2ObjectHashMap;
  *     those are reused too
  */
 public final class KeptBlocks<B> {
-    /** The smallest block worth keeping; malloc reuses smaller freed blocks from its own heap. */
+    /**
+     * The smallest block worth keeping for its mapped pages: malloc reuses smaller freed blocks from its own heap. An
+     * owner may keep smaller ones for the objects it keeps with them, as {@code memory:} keeps its entries.
+     */
     public static final long MIN_BYTES = 64 * 1024;
 
     private final Long2ObjectHashMap<ArrayDeque<B>> bySize = new Long2ObjectHashMap<>();
