@@ -90,11 +90,8 @@ public final class KvcV1KeyScheme implements KeyScheme {
     public KeyPlan plan(KeyContext context, RequestTokens request) {
         Objects.requireNonNull(context, "context");
         Objects.requireNonNull(request, "request");
-        String namespace = request.namespace() == null ? "" : request.namespace();
-        requireNoNul("model id", context.modelId());
-        requireNoNul("namespace", namespace);
         Hasher hasher = Hasher.CURRENT.get();
-        byte[] seed = hasher.seed(context, namespace);
+        byte[] seed = hasher.seed(context, request.namespace());
         int layers = context.layout().numLayers();
         return request.hasTokens()
                 ? planFromTokens(hasher, seed, context.chunkTokens(), layers, request)
@@ -107,10 +104,7 @@ public final class KvcV1KeyScheme implements KeyScheme {
      * {@link #planFromRoot} without knowing the layout.
      */
     public static byte[] rootHash(KeyContext context, String namespace) {
-        String ns = namespace == null ? "" : namespace;
-        requireNoNul("model id", context.modelId());
-        requireNoNul("namespace", ns);
-        return sha256().digest(seedText(context, ns).getBytes(StandardCharsets.UTF_8));
+        return Hasher.CURRENT.get().seed(context, namespace).clone();
     }
 
     /**
@@ -161,11 +155,8 @@ public final class KvcV1KeyScheme implements KeyScheme {
         if (hashes == null || hashes.length != count * HASH_BYTES) {
             return false;
         }
-        String namespace = request.namespace() == null ? "" : request.namespace();
-        requireNoNul("model id", context.modelId());
-        requireNoNul("namespace", namespace);
         Hasher hasher = Hasher.CURRENT.get();
-        hashTokens(hasher, hasher.seed(context, namespace), context.chunkTokens(), request, hashes, count);
+        hashTokens(hasher, hasher.seed(context, request.namespace()), context.chunkTokens(), request, hashes, count);
         return true;
     }
 
@@ -265,26 +256,30 @@ public final class KvcV1KeyScheme implements KeyScheme {
         private KeyContext context;
         private byte[] contextText;
 
-        /** {@link #rootHash}'s value, in this hasher's own array (valid until its next use). */
+        /**
+         * {@link #rootHash}'s value for {@code namespace} (null for none), in this hasher's own array (valid until its
+         * next use).
+         *
+         * @throws KVException {@code INVALID_ARGUMENT} when the model id or the namespace contains U+0000
+         */
         byte[] seed(KeyContext context, String namespace) {
+            String ns = namespace == null ? "" : namespace;
+            requireNoNul("model id", context.modelId());
+            requireNoNul("namespace", ns);
             if (context != this.context) {
                 String text = seedText(context, "");
                 this.contextText = text.getBytes(StandardCharsets.UTF_8);
                 this.context = context;
             }
             sha.reset();
-            namespaceBytes.set(namespace);
+            namespaceBytes.set(ns);
             if (namespaceBytes.length() > namespaceCopy.length) {
                 namespaceCopy = new byte[namespaceBytes.length()];
             }
             namespaceBytes.copyTo(namespaceCopy, 0);
             sha.update(contextText);
             sha.update(namespaceCopy, 0, namespaceBytes.length());
-            try {
-                sha.digest(seed, 0, HASH_BYTES);
-            } catch (DigestException e) {
-                throw new IllegalStateException("a SHA-256 digest is 32 bytes", e);
-            }
+            digest(sha, seed, 0);
             return seed;
         }
 
