@@ -25,7 +25,6 @@ import dev.kvconnector.testkit.Segments;
 import java.lang.foreign.Arena;
 import java.net.ServerSocket;
 import java.util.List;
-import java.util.UUID;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -58,11 +57,8 @@ class P2pConnectorTest {
         dCache = P2pKv.untouchedCache();
         pCache = PagedKVCache.allocate(P2pKv.LAYOUT, P2pKv.CACHE_BLOCKS);
         P2pKv.compute(pCache, pBlocks, 3);
-        d = TransferEngineConnector.builder(target.uri(), P2pKv.LAYOUT).registerCache(dCache)
-                .layerTimeoutMillis(TIMEOUT_MS).stagingBytes(4L << 20)
-                .errorHandler((where, e) -> dErrors.add(where + ": " + e.getMessage())).build();
-        p = TransferEngineConnector.builder(target.uri(), P2pKv.LAYOUT).stagingBytes(4L << 20)
-                .transferTimeoutMillis(5000).build();
+        d = P2pKv.consumer(target.uri(), dCache, TIMEOUT_MS, dErrors);
+        p = P2pKv.producer(target.uri());
         arena = Arena.ofShared();
     }
 
@@ -76,23 +72,11 @@ class P2pConnectorTest {
     }
 
     private static RequestTokens request(String tid) {
-        return RequestTokens.of(new int[TOKENS]).inNamespace(tid);
-    }
-
-    private static String tid() {
-        return "t-" + UUID.randomUUID();
+        return P2pKv.request(tid, TOKENS);
     }
 
     private void insertAll(String tid, KVTransferParams params, Tensor hidden) {
-        try (InsertSession insert = p.beginInsert(request(tid), params)) {
-            for (int l = 0; l < P2pKv.LAYOUT.numLayers(); l++) {
-                insert.putLayer(l, pCache, pBlocks);
-            }
-            if (hidden != null) {
-                insert.putHidden(hidden);
-            }
-            insert.commit();
-        }
+        P2pKv.insertAll(p, request(tid), params, pCache, pBlocks, hidden);
     }
 
     private void assertDCacheUntouched() {
@@ -101,7 +85,7 @@ class P2pConnectorTest {
 
     @Test
     void wholeRequestDropSelectWaitsForTheTransferBegunAndReturnsEveryByte() {
-        String tid = tid();
+        String tid = P2pKv.transferId();
         Tensor hidden = P2pKv.hidden(arena, TOKENS, 0);
         DropTarget t = DropTarget.paged(dCache, dBlocks).withHidden(hidden);
         P2pDropSession drop = d.beginDropSelect(request(tid), t);
@@ -137,7 +121,7 @@ class P2pConnectorTest {
 
     @Test
     void dsDeadlineWithNoProducerIsATimedOutMissNamingTheTransferAndLayer() {
-        String tid = tid();
+        String tid = P2pKv.transferId();
         long start = System.nanoTime();
         try (P2pDropSession drop = d.beginDropSelect(request(tid), DropTarget.paged(dCache, dBlocks))) {
             assertFalse(drop.awaitLayer(0));
@@ -181,7 +165,7 @@ class P2pConnectorTest {
 
     @Test
     void destinationAddressesOutsideDsRegistrationFailPsCommitAndDMissesWithoutAChangedByte() {
-        String tid = tid();
+        String tid = P2pKv.transferId();
         try (P2pDropSession drop = d.beginDropSelect(request(tid), DropTarget.paged(dCache, dBlocks))) {
             com.fasterxml.jackson.databind.node.ArrayNode addrs = JsonNodeFactory.instance.arrayNode();
             long elsewhere = arena.allocate(1 << 20, 4096).address();
@@ -238,7 +222,7 @@ class P2pConnectorTest {
 
     @Test
     void anAnnouncedLengthThatDoesNotMatchTheLayoutIsACorruptMissNamingBoth() throws Exception {
-        String tid = tid();
+        String tid = P2pKv.transferId();
         try (P2pDropSession drop = d.beginDropSelect(request(tid), DropTarget.paged(dCache, dBlocks));
              TransferEngine raw = target.open()) {
             raw.notify(raw.openSegment(d.engine().segmentName()), tid,
@@ -256,7 +240,7 @@ class P2pConnectorTest {
 
     @Test
     void aLayerWhoseBytesDoNotMatchPsWordSumIsNeverAccepted() throws Exception {
-        String tid = tid();
+        String tid = P2pKv.transferId();
         try (P2pDropSession drop = d.beginDropSelect(request(tid), DropTarget.paged(dCache, dBlocks));
              TransferEngine raw = target.open()) {
             raw.notify(raw.openSegment(d.engine().segmentName()), tid,
@@ -270,7 +254,7 @@ class P2pConnectorTest {
 
     @Test
     void aMissHoldsDsBlocksUntilPsLastMessageAndTellsPToStop() throws Exception {
-        String tid = tid();
+        String tid = P2pKv.transferId();
         try (P2pDropSession drop = d.beginDropSelect(request(tid), DropTarget.paged(dCache, dBlocks));
              TransferEngine raw = target.open()) {
             var dSegment = raw.openSegment(d.engine().segmentName());
@@ -297,7 +281,7 @@ class P2pConnectorTest {
 
     @Test
     void aProducerAnsweringForATransferDNoLongerWaitsForIsIgnoredAndReported() throws Exception {
-        String tid = tid();
+        String tid = P2pKv.transferId();
         P2pDropSession drop = d.beginDropSelect(request(tid), DropTarget.paged(dCache, dBlocks));
         assertEquals(MissReason.TIMED_OUT, drop.result().reason());
         try (TransferEngine raw = target.open()) {
@@ -328,7 +312,7 @@ class P2pConnectorTest {
 
     @Test
     void commitWithAMissingLayerAbortsNamesTheLayerAndDMisses() {
-        String tid = tid();
+        String tid = P2pKv.transferId();
         try (P2pDropSession drop = d.beginDropSelect(request(tid), DropTarget.paged(dCache, dBlocks))) {
             InsertSession insert = p.beginInsert(request(tid), drop.transferParams());
             insert.putLayer(0, pCache, pBlocks);
@@ -342,7 +326,7 @@ class P2pConnectorTest {
 
     @Test
     void dsStopReachesPWhoseCommitThenFailsNamingIt() {
-        String tid = tid();
+        String tid = P2pKv.transferId();
         P2pDropSession drop = d.beginDropSelect(request(tid), DropTarget.paged(dCache, dBlocks));
         try (InsertSession insert = p.beginInsert(request(tid), drop.transferParams())) {
             insert.putLayer(0, pCache, pBlocks);

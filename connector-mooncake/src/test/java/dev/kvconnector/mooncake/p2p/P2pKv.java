@@ -1,5 +1,8 @@
 package dev.kvconnector.mooncake.p2p;
 
+import dev.kvconnector.config.KVTransferParams;
+import dev.kvconnector.connector.InsertSession;
+import dev.kvconnector.key.RequestTokens;
 import dev.kvconnector.layout.AttentionKind;
 import dev.kvconnector.layout.KVLayout;
 import dev.kvconnector.paged.BlockTable;
@@ -10,6 +13,8 @@ import dev.kvconnector.tensor.TensorSpec;
 import dev.kvconnector.testkit.Segments;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.Queue;
+import java.util.UUID;
 
 /** The KV both sides of the peer-to-peer tests compute: every byte derives from a seed, layer and tensor. */
 final class P2pKv {
@@ -21,6 +26,48 @@ final class P2pKv {
     static final byte UNTOUCHED = 0x11;
 
     private P2pKv() {
+    }
+
+    /**
+     * D over the engine at {@code uri}: {@code cache} registered, {@code layerTimeoutMillis} per layer, and each failure
+     * on its I/O threads added to {@code errors} as "where: message".
+     */
+    static TransferEngineConnector consumer(String uri, PagedKVCache cache, long layerTimeoutMillis,
+                                            Queue<String> errors) {
+        return TransferEngineConnector.builder(uri, LAYOUT).registerCache(cache).layerTimeoutMillis(layerTimeoutMillis)
+                .stagingBytes(4L << 20).errorHandler((where, e) -> errors.add(where + ": " + e.getMessage())).build();
+    }
+
+    /** A transfer id no other test uses. */
+    static String transferId() {
+        return "t-" + UUID.randomUUID();
+    }
+
+    /** A request of {@code tokens} tokens in the namespace {@code tid}, which ties P's insert to D's drop-select. */
+    static RequestTokens request(String tid, int tokens) {
+        return RequestTokens.of(new int[tokens]).inNamespace(tid);
+    }
+
+    /**
+     * Inserts {@code request} through {@code p} under {@code params}: every layer of {@code cache} through
+     * {@code blocks}, then {@code hidden} (null for none), then the commit.
+     */
+    static void insertAll(TransferEngineConnector p, RequestTokens request, KVTransferParams params,
+                          PagedKVCache cache, BlockTable blocks, Tensor hidden) {
+        try (InsertSession insert = p.beginInsert(request, params)) {
+            for (int l = 0; l < LAYOUT.numLayers(); l++) {
+                insert.putLayer(l, cache, blocks);
+            }
+            if (hidden != null) {
+                insert.putHidden(hidden);
+            }
+            insert.commit();
+        }
+    }
+
+    /** P over the engine at {@code uri}: 4 MiB of staging, 5 s per transfer. */
+    static TransferEngineConnector producer(String uri) {
+        return TransferEngineConnector.builder(uri, LAYOUT).stagingBytes(4L << 20).transferTimeoutMillis(5000).build();
     }
 
     /** The contiguous {@code [tokens, kvHeads, headSize]} bytes of one tensor of one layer. */

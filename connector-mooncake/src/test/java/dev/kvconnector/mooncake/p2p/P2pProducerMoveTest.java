@@ -16,7 +16,6 @@ import dev.kvconnector.mooncake.te.TeTestTarget;
 import dev.kvconnector.mooncake.te.TransferEngine;
 import dev.kvconnector.paged.BlockTable;
 import dev.kvconnector.paged.PagedKVCache;
-import java.util.UUID;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.BooleanSupplier;
@@ -54,16 +53,9 @@ class P2pProducerMoveTest {
         newCache = PagedKVCache.allocate(P2pKv.LAYOUT, P2pKv.CACHE_BLOCKS);
         P2pKv.compute(oldCache, pBlocks, OLD);
         P2pKv.compute(newCache, pBlocks, NEW);
-        d = TransferEngineConnector.builder(target.uri(), P2pKv.LAYOUT).registerCache(dCache)
-                .layerTimeoutMillis(TIMEOUT_MS).stagingBytes(4L << 20)
-                .errorHandler((where, e) -> dErrors.add(where + ": " + e.getMessage())).build();
-        oldP = producer();
-        newP = producer();
-    }
-
-    private TransferEngineConnector producer() {
-        return TransferEngineConnector.builder(target.uri(), P2pKv.LAYOUT).stagingBytes(4L << 20)
-                .transferTimeoutMillis(5000).build();
+        d = P2pKv.consumer(target.uri(), dCache, TIMEOUT_MS, dErrors);
+        oldP = P2pKv.producer(target.uri());
+        newP = P2pKv.producer(target.uri());
     }
 
     @AfterEach
@@ -77,20 +69,11 @@ class P2pProducerMoveTest {
     }
 
     private static RequestTokens request(String tid) {
-        return RequestTokens.of(new int[TOKENS]).inNamespace(tid);
-    }
-
-    private static String tid() {
-        return "t-" + UUID.randomUUID();
+        return P2pKv.request(tid, TOKENS);
     }
 
     private void insertAll(TransferEngineConnector p, PagedKVCache cache, String tid, KVTransferParams params) {
-        try (InsertSession insert = p.beginInsert(request(tid), params)) {
-            for (int l = 0; l < P2pKv.LAYOUT.numLayers(); l++) {
-                insert.putLayer(l, cache, pBlocks);
-            }
-            insert.commit();
-        }
+        P2pKv.insertAll(p, request(tid), params, cache, pBlocks, null);
     }
 
     private void assertLayersFrom(long seed, int from, int to) {
@@ -101,7 +84,7 @@ class P2pProducerMoveTest {
 
     @Test
     void aMovedTransferKeepsTheLayersDAcceptedAndTheNewProducerWritesOnlyTheOthers() {
-        String tid = tid();
+        String tid = P2pKv.transferId();
         try (P2pDropSession drop = d.beginDropSelect(request(tid), DropTarget.paged(dCache, dBlocks))) {
             InsertSession old = oldP.beginInsert(request(tid), drop.transferParams());
             old.putLayer(0, oldCache, pBlocks);
@@ -130,7 +113,7 @@ class P2pProducerMoveTest {
 
     @Test
     void layersTheOldProducerAnnouncedButDHasNotAcceptedAreWrittenAgainByTheNewOne() {
-        String tid = tid();
+        String tid = P2pKv.transferId();
         try (P2pDropSession drop = d.beginDropSelect(request(tid), DropTarget.paged(dCache, dBlocks))) {
             InsertSession old = oldP.beginInsert(request(tid), drop.transferParams());
             old.putLayer(0, oldCache, pBlocks);
@@ -151,7 +134,7 @@ class P2pProducerMoveTest {
 
     @Test
     void aLateMessageFromTheProducerTheTransferMovedAwayFromIsRefusedAndTouchesNothing() throws Exception {
-        String tid = tid();
+        String tid = P2pKv.transferId();
         try (P2pDropSession drop = d.beginDropSelect(request(tid), DropTarget.paged(dCache, dBlocks));
              TransferEngine raw = target.open()) {
             InsertSession old = oldP.beginInsert(request(tid), drop.transferParams());
@@ -179,7 +162,7 @@ class P2pProducerMoveTest {
 
     @Test
     void aProducerThatHadSentNothingBeforeTheMoveIsRefusedAndToldToStopWhenItSpeaksLater() {
-        String tid = tid();
+        String tid = P2pKv.transferId();
         try (P2pDropSession drop = d.beginDropSelect(request(tid), DropTarget.paged(dCache, dBlocks))) {
             KVTransferParams first = drop.transferParams();
 
@@ -204,7 +187,7 @@ class P2pProducerMoveTest {
 
     @Test
     void anAbortWhileTheProducerMayMoveWaitsForTheNextProducerInsteadOfMissing() {
-        String tid = tid();
+        String tid = P2pKv.transferId();
         try (P2pDropSession drop = d.beginDropSelect(request(tid), DropTarget.paged(dCache, dBlocks))) {
             drop.producerMayMove();
             InsertSession old = oldP.beginInsert(request(tid), drop.transferParams());
@@ -226,7 +209,7 @@ class P2pProducerMoveTest {
 
     @Test
     void anAbortThatNoOtherProducerFollowsIsATimedOutMissNamingTheAbort() {
-        String tid = tid();
+        String tid = P2pKv.transferId();
         try (P2pDropSession drop = d.beginDropSelect(request(tid), DropTarget.paged(dCache, dBlocks))) {
             drop.producerMayMove();
             InsertSession old = oldP.beginInsert(request(tid), drop.transferParams());
@@ -242,7 +225,7 @@ class P2pProducerMoveTest {
 
     @Test
     void anAbandonedTransferIsAnAbsentMissAtOnceAndTheProducerStillWritingIsToldToStop() {
-        String tid = tid();
+        String tid = P2pKv.transferId();
         try (P2pDropSession drop = d.beginDropSelect(request(tid), DropTarget.paged(dCache, dBlocks))) {
             InsertSession old = oldP.beginInsert(request(tid), drop.transferParams());
             old.putLayer(0, oldCache, pBlocks);
@@ -259,7 +242,7 @@ class P2pProducerMoveTest {
 
     @Test
     void aTransferThatEndedHasNoProducerToMoveAndSaysWhichTransfer() {
-        String tid = tid();
+        String tid = P2pKv.transferId();
         P2pDropSession drop = d.beginDropSelect(request(tid), DropTarget.paged(dCache, dBlocks));
         insertAll(oldP, oldCache, tid, drop.transferParams());
         waitFor(() -> d.lookup(request(tid)) == TOKENS);
@@ -276,7 +259,7 @@ class P2pProducerMoveTest {
 
     @Test
     void aFirstLayerOutsideTheLayoutIsRefusedBeforeAnythingIsWritten() {
-        String tid = tid();
+        String tid = P2pKv.transferId();
         try (P2pDropSession drop = d.beginDropSelect(request(tid), DropTarget.paged(dCache, dBlocks))) {
             KVException e = assertThrows(KVException.class, () -> newP.acceptDestination(
                     drop.transferParams(P2pKv.LAYOUT.numLayers() + 1)));
