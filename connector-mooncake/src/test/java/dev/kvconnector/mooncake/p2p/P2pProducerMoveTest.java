@@ -72,6 +72,20 @@ class P2pProducerMoveTest {
         return P2pKv.request(tid, TOKENS);
     }
 
+    /** D's drop-select of transfer {@code tid} into its cache. */
+    private P2pDropSession drop(String tid) {
+        return d.beginDropSelect(request(tid), DropTarget.paged(dCache, dBlocks));
+    }
+
+    /** The old P's insert of {@code tid} towards {@code drop}, its first {@code layers} layers put. */
+    private InsertSession oldInsert(String tid, P2pDropSession drop, int layers) {
+        InsertSession old = oldP.beginInsert(request(tid), drop.transferParams());
+        for (int l = 0; l < layers; l++) {
+            old.putLayer(l, oldCache, pBlocks);
+        }
+        return old;
+    }
+
     private void insertAll(TransferEngineConnector p, PagedKVCache cache, String tid, KVTransferParams params) {
         P2pKv.insertAll(p, request(tid), params, cache, pBlocks, null);
     }
@@ -85,10 +99,8 @@ class P2pProducerMoveTest {
     @Test
     void aMovedTransferKeepsTheLayersDAcceptedAndTheNewProducerWritesOnlyTheOthers() {
         String tid = P2pKv.transferId();
-        try (P2pDropSession drop = d.beginDropSelect(request(tid), DropTarget.paged(dCache, dBlocks))) {
-            InsertSession old = oldP.beginInsert(request(tid), drop.transferParams());
-            old.putLayer(0, oldCache, pBlocks);
-            old.putLayer(1, oldCache, pBlocks);
+        try (P2pDropSession drop = drop(tid)) {
+            InsertSession old = oldInsert(tid, drop, 2);
             assertTrue(drop.awaitLayer(0));
             assertTrue(drop.awaitLayer(1));
 
@@ -114,10 +126,8 @@ class P2pProducerMoveTest {
     @Test
     void layersTheOldProducerAnnouncedButDHasNotAcceptedAreWrittenAgainByTheNewOne() {
         String tid = P2pKv.transferId();
-        try (P2pDropSession drop = d.beginDropSelect(request(tid), DropTarget.paged(dCache, dBlocks))) {
-            InsertSession old = oldP.beginInsert(request(tid), drop.transferParams());
-            old.putLayer(0, oldCache, pBlocks);
-            old.putLayer(1, oldCache, pBlocks);
+        try (P2pDropSession drop = drop(tid)) {
+            InsertSession old = oldInsert(tid, drop, 2);
             assertTrue(drop.awaitLayer(0));
             waitFor(() -> P2pKv.firstMismatch(dCache, dBlocks, 1, OLD) == -1);
 
@@ -135,10 +145,9 @@ class P2pProducerMoveTest {
     @Test
     void aLateMessageFromTheProducerTheTransferMovedAwayFromIsRefusedAndTouchesNothing() throws Exception {
         String tid = P2pKv.transferId();
-        try (P2pDropSession drop = d.beginDropSelect(request(tid), DropTarget.paged(dCache, dBlocks));
+        try (P2pDropSession drop = drop(tid);
              TransferEngine raw = target.open()) {
-            InsertSession old = oldP.beginInsert(request(tid), drop.transferParams());
-            old.putLayer(0, oldCache, pBlocks);
+            InsertSession old = oldInsert(tid, drop, 1);
             assertTrue(drop.awaitLayer(0));
             int from = drop.moveProducer("the first P failed");
             var dSegment = raw.openSegment(d.engine().segmentName());
@@ -163,7 +172,7 @@ class P2pProducerMoveTest {
     @Test
     void aProducerThatHadSentNothingBeforeTheMoveIsRefusedAndToldToStopWhenItSpeaksLater() {
         String tid = P2pKv.transferId();
-        try (P2pDropSession drop = d.beginDropSelect(request(tid), DropTarget.paged(dCache, dBlocks))) {
+        try (P2pDropSession drop = drop(tid)) {
             KVTransferParams first = drop.transferParams();
 
             int from = drop.moveProducer("the first P did not answer in time");
@@ -188,10 +197,9 @@ class P2pProducerMoveTest {
     @Test
     void anAbortWhileTheProducerMayMoveWaitsForTheNextProducerInsteadOfMissing() {
         String tid = P2pKv.transferId();
-        try (P2pDropSession drop = d.beginDropSelect(request(tid), DropTarget.paged(dCache, dBlocks))) {
+        try (P2pDropSession drop = drop(tid)) {
             drop.producerMayMove();
-            InsertSession old = oldP.beginInsert(request(tid), drop.transferParams());
-            old.putLayer(0, oldCache, pBlocks);
+            InsertSession old = oldInsert(tid, drop, 1);
             old.abort();
             // Sent after the abort on the same connection: refused once the abort retired the old P.
             oldP.engine().notify(oldP.segment(d.engine().segmentName()), tid, P2pTestMessages.layer(
@@ -210,10 +218,9 @@ class P2pProducerMoveTest {
     @Test
     void anAbortThatNoOtherProducerFollowsIsATimedOutMissNamingTheAbort() {
         String tid = P2pKv.transferId();
-        try (P2pDropSession drop = d.beginDropSelect(request(tid), DropTarget.paged(dCache, dBlocks))) {
+        try (P2pDropSession drop = drop(tid)) {
             drop.producerMayMove();
-            InsertSession old = oldP.beginInsert(request(tid), drop.transferParams());
-            old.putLayer(0, oldCache, pBlocks);
+            InsertSession old = oldInsert(tid, drop, 1);
             old.abort();
 
             DropResult r = drop.result();
@@ -226,9 +233,8 @@ class P2pProducerMoveTest {
     @Test
     void anAbandonedTransferIsAnAbsentMissAtOnceAndTheProducerStillWritingIsToldToStop() {
         String tid = P2pKv.transferId();
-        try (P2pDropSession drop = d.beginDropSelect(request(tid), DropTarget.paged(dCache, dBlocks))) {
-            InsertSession old = oldP.beginInsert(request(tid), drop.transferParams());
-            old.putLayer(0, oldCache, pBlocks);
+        try (P2pDropSession drop = drop(tid)) {
+            InsertSession old = oldInsert(tid, drop, 1);
             assertTrue(drop.awaitLayer(0));
 
             drop.abandon("every P failed");
@@ -243,7 +249,7 @@ class P2pProducerMoveTest {
     @Test
     void aTransferThatEndedHasNoProducerToMoveAndSaysWhichTransfer() {
         String tid = P2pKv.transferId();
-        P2pDropSession drop = d.beginDropSelect(request(tid), DropTarget.paged(dCache, dBlocks));
+        P2pDropSession drop = drop(tid);
         insertAll(oldP, oldCache, tid, drop.transferParams());
         waitFor(() -> d.lookup(request(tid)) == TOKENS);
 
@@ -260,7 +266,7 @@ class P2pProducerMoveTest {
     @Test
     void aFirstLayerOutsideTheLayoutIsRefusedBeforeAnythingIsWritten() {
         String tid = P2pKv.transferId();
-        try (P2pDropSession drop = d.beginDropSelect(request(tid), DropTarget.paged(dCache, dBlocks))) {
+        try (P2pDropSession drop = drop(tid)) {
             KVException e = assertThrows(KVException.class, () -> newP.acceptDestination(
                     drop.transferParams(P2pKv.LAYOUT.numLayers() + 1)));
             assertEquals(ErrorCode.INVALID_ARGUMENT, e.code());
