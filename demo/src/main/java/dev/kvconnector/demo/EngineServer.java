@@ -208,18 +208,28 @@ public final class EngineServer implements AutoCloseable {
         }
     }
 
+    /**
+     * The {@code kv_transfer_params} POSTed to {@code path}; null once it answered 405 (another method) or 400 (a body
+     * that is not what "the body must {@code must}" says).
+     */
+    private KVTransferParams postedParams(HttpExchange ex, String path, String must) throws IOException {
+        if (!"POST".equals(ex.getRequestMethod())) {
+            error(ex, 405, "use POST " + path);
+            return null;
+        }
+        try {
+            return KVTransferParams.fromJsonNode(JSON.readTree(ex.getRequestBody().readNBytes(MAX_BODY_BYTES)));
+        } catch (IOException | KVException e) {
+            error(ex, 400, "the body must " + must + ": " + e.getMessage());
+            return null;
+        }
+    }
+
     /** P, peer to peer: D's destination ({@code kv_transfer_params}) in, the held request written into it. */
     private void p2pSend(HttpExchange ex) throws IOException {
         try (ex) {
-            if (!"POST".equals(ex.getRequestMethod())) {
-                error(ex, 405, "use POST " + P2pTransport.SEND_PATH);
-                return;
-            }
-            KVTransferParams destination;
-            try {
-                destination = KVTransferParams.fromJsonNode(JSON.readTree(ex.getRequestBody().readNBytes(MAX_BODY_BYTES)));
-            } catch (IOException | KVException e) {
-                error(ex, 400, "the body must be D's kv_transfer_params: " + e.getMessage());
+            KVTransferParams destination = postedParams(ex, P2pTransport.SEND_PATH, "be D's kv_transfer_params");
+            if (destination == null) {
                 return;
             }
             try {
@@ -239,15 +249,9 @@ public final class EngineServer implements AutoCloseable {
     /** D, peer to peer: the proxy's notice that a transfer's prefill moved to another P. */
     private void p2pPrefillMoved(HttpExchange ex) throws IOException {
         try (ex) {
-            if (!"POST".equals(ex.getRequestMethod())) {
-                error(ex, 405, "use POST " + P2pTransport.PREFILL_PATH);
-                return;
-            }
-            KVTransferParams notice;
-            try {
-                notice = KVTransferParams.fromJsonNode(JSON.readTree(ex.getRequestBody().readNBytes(MAX_BODY_BYTES)));
-            } catch (IOException | KVException e) {
-                error(ex, 400, "the body must name transfer_id, remote_host and remote_port: " + e.getMessage());
+            KVTransferParams notice = postedParams(ex, P2pTransport.PREFILL_PATH,
+                    "name transfer_id, remote_host and remote_port");
+            if (notice == null) {
                 return;
             }
             if (engine.loadsLayerWiseThroughStore() && !P2pTransport.givenUp(notice)) {
